@@ -1,0 +1,49 @@
+//===- GraphSignature.h - names and roles of a graph's tensors --*- C++ -*-===//
+//
+// A graph is `func.func @main` whose arguments and results carry `tg.name`
+// and `tg.role`. These helpers read that signature, check it, and fill in
+// what the runner needs to invent inputs (the range of index inputs).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_DIALECT_TENSORGRAPH_IR_GRAPHSIGNATURE_H
+#define SPMDC_DIALECT_TENSORGRAPH_IR_GRAPHSIGNATURE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+
+namespace spmdc::tg {
+
+/// One argument or result of a graph.
+struct GraphValueInfo {
+  std::string name;
+  std::string role;
+  mlir::RankedTensorType type;
+  /// For integer data inputs: values lie in [0, indexBound).
+  std::optional<int64_t> indexBound;
+};
+
+/// The graph's entry function, or null (with an error at the module) if the
+/// module has none.
+mlir::func::FuncOp getEntryFunction(mlir::ModuleOp module);
+
+/// Reads the signature of `fn`; the signature must have been verified.
+std::vector<GraphValueInfo> getArgumentInfos(mlir::func::FuncOp fn);
+std::vector<GraphValueInfo> getResultInfos(mlir::func::FuncOp fn);
+
+/// Checks a graph's signature: an entry `@main`, ranked tensor arguments and
+/// results, each with a name and role, names unique per role, at most one
+/// loss, which is a float scalar. Errors are reported at the function.
+mlir::LogicalResult verifyGraphSignature(mlir::ModuleOp module);
+
+/// Sets `tg.index_bound` on integer data arguments from their uses: the rows
+/// of an embedding table, the classes of a cross_entropy, the size of a
+/// gathered dim (looking through shape ops). Existing bounds are kept.
+void annotateIndexBounds(mlir::func::FuncOp fn);
+
+} // namespace spmdc::tg
+
+#endif // SPMDC_DIALECT_TENSORGRAPH_IR_GRAPHSIGNATURE_H

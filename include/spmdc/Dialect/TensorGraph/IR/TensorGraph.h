@@ -1,0 +1,53 @@
+//===- TensorGraph.h - the tensor-graph dialect -----------------*- C++ -*-===//
+//
+// Declares the `tg` dialect and its ops (generated from TensorGraphOps.td),
+// plus the names of the function attributes that tie a graph to the user's
+// tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_DIALECT_TENSORGRAPH_IR_TENSORGRAPH_H
+#define SPMDC_DIALECT_TENSORGRAPH_IR_TENSORGRAPH_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphOpsDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphOps.h.inc"
+
+namespace spmdc::tg {
+
+/// Argument/result attribute: the user's name of the tensor.
+inline constexpr llvm::StringLiteral kNameAttr = "tg.name";
+/// Argument/result attribute: param, data, state (args); loss, output,
+/// param, state, grad (results).
+inline constexpr llvm::StringLiteral kRoleAttr = "tg.role";
+/// Argument attribute on integer data: values lie in [0, bound).
+inline constexpr llvm::StringLiteral kIndexBoundAttr = "tg.index_bound";
+/// Module attribute: the model's name.
+inline constexpr llvm::StringLiteral kModelAttr = "tg.model";
+/// The name of a graph's entry function.
+inline constexpr llvm::StringLiteral kEntryName = "main";
+
+/// True if `role` is a valid role of a function argument.
+bool isArgumentRole(llvm::StringRef role);
+/// True if `role` is a valid role of a function result.
+bool isResultRole(llvm::StringRef role);
+
+/// NumPy broadcast of two static shapes; failure if incompatible.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+/// Normalizes a possibly negative dim against `rank`; failure if out of
+/// range.
+mlir::FailureOr<int64_t> normalizeDim(int64_t dim, int64_t rank);
+
+} // namespace spmdc::tg
+
+#endif // SPMDC_DIALECT_TENSORGRAPH_IR_TENSORGRAPH_H

@@ -1,0 +1,33 @@
+//===- InitAll.h - register every spmdc dialect and pass --------*- C++ -*-===//
+//
+// One place that lists what the tools register, so that spmdc, spmdc-opt and
+// spmd-run accept the same IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_INITALL_H
+#define SPMDC_INITALL_H
+
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace spmdc {
+
+/// Registers the dialects every stage's IR may contain.
+inline void registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<tg::TensorGraphDialect, mlir::func::FuncDialect>();
+}
+
+/// Registers the project's passes and the upstream ones its pipelines use.
+inline void registerAllPasses() {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+}
+
+} // namespace spmdc
+
+#endif // SPMDC_INITALL_H

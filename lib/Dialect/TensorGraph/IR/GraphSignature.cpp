@@ -1,0 +1,132 @@
+//===- GraphSignature.cpp - names and roles of a graph's tensors ----------===//
+
+#include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace spmdc::tg {
+
+func::FuncOp getEntryFunction(ModuleOp module) {
+  auto fn = module.lookupSymbol<func::FuncOp>(kEntryName);
+  if (!fn)
+    module.emitError() << "the module has no entry function @" << kEntryName;
+  return fn;
+}
+
+static std::vector<GraphValueInfo> readInfos(func::FuncOp fn, bool arguments) {
+  std::vector<GraphValueInfo> infos;
+  unsigned count = arguments ? fn.getNumArguments() : fn.getNumResults();
+  for (unsigned i = 0; i < count; ++i) {
+    DictionaryAttr attrs =
+        arguments ? fn.getArgAttrDict(i) : fn.getResultAttrDict(i);
+    Type type = arguments ? fn.getArgument(i).getType() : fn.getResultTypes()[i];
+    GraphValueInfo info;
+    info.type = llvm::dyn_cast<RankedTensorType>(type);
+    if (attrs) {
+      if (auto name = attrs.getAs<StringAttr>(kNameAttr))
+        info.name = name.str();
+      if (auto role = attrs.getAs<StringAttr>(kRoleAttr))
+        info.role = role.str();
+      if (auto bound = attrs.getAs<IntegerAttr>(kIndexBoundAttr))
+        info.indexBound = bound.getInt();
+    }
+    infos.push_back(std::move(info));
+  }
+  return infos;
+}
+
+std::vector<GraphValueInfo> getArgumentInfos(func::FuncOp fn) {
+  return readInfos(fn, /*arguments=*/true);
+}
+
+std::vector<GraphValueInfo> getResultInfos(func::FuncOp fn) {
+  return readInfos(fn, /*arguments=*/false);
+}
+
+static LogicalResult verifyInfos(func::FuncOp fn, bool arguments) {
+  StringRef what = arguments ? "argument" : "result";
+  llvm::StringSet<> seen;
+  int losses = 0;
+  auto infos = readInfos(fn, arguments);
+  for (auto [i, info] : llvm::enumerate(infos)) {
+    if (!info.type)
+      return fn.emitError() << what << " #" << i
+                            << " is not a ranked tensor";
+    if (info.name.empty() || info.role.empty())
+      return fn.emitError() << what << " #" << i << " needs '" << kNameAttr
+                            << "' and '" << kRoleAttr << "' attributes";
+    if (!seen.insert(info.role + "/" + info.name).second)
+      return fn.emitError() << what << " #" << i << ": name '" << info.name
+                            << "' is used twice for role '" << info.role
+                            << "'";
+    if (info.role == "loss") {
+      if (++losses > 1)
+        return fn.emitError() << "the graph has more than one loss result";
+      if (info.type.getRank() != 0 ||
+          !llvm::isa<FloatType>(info.type.getElementType()))
+        return fn.emitError() << "the loss result '" << info.name
+                              << "' must be a float scalar, got "
+                              << info.type;
+    }
+  }
+  return success();
+}
+
+LogicalResult verifyGraphSignature(ModuleOp module) {
+  func::FuncOp fn = getEntryFunction(module);
+  if (!fn)
+    return failure();
+  if (fn.isExternal())
+    return fn.emitError() << "the entry function has no body";
+  return success(succeeded(verifyInfos(fn, /*arguments=*/true)) &&
+                 succeeded(verifyInfos(fn, /*arguments=*/false)));
+}
+
+/// The exclusive upper bound that `user` imposes on its integer operand
+/// `operandNumber`, if any, looking through shape ops to further users.
+static std::optional<int64_t> boundFromUse(Operation *user,
+                                           unsigned operandNumber) {
+  auto dimOf = [](Value v, int64_t dim) {
+    auto type = llvm::cast<RankedTensorType>(v.getType());
+    return type.getDimSize(dim < 0 ? dim + type.getRank() : dim);
+  };
+  if (auto op = llvm::dyn_cast<EmbeddingOp>(user))
+    return dimOf(op.getWeight(), 0);
+  if (auto op = llvm::dyn_cast<CrossEntropyOp>(user))
+    return dimOf(op.getLogits(), -1);
+  if (auto op = llvm::dyn_cast<GatherOp>(user))
+    return operandNumber == 1 ? std::optional(dimOf(op.getInput(), op.getDim()))
+                              : std::nullopt;
+  if (llvm::isa<ReshapeOp, TransposeOp, BroadcastOp, SliceOp, ConcatOp,
+                ConvertOp>(user)) {
+    std::optional<int64_t> bound;
+    for (OpOperand &use : user->getResult(0).getUses())
+      if (auto b = boundFromUse(use.getOwner(), use.getOperandNumber()))
+        bound = bound ? std::min(*bound, *b) : *b;
+    return bound;
+  }
+  return std::nullopt;
+}
+
+void annotateIndexBounds(func::FuncOp fn) {
+  for (BlockArgument arg : fn.getArguments()) {
+    auto type = llvm::dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.getElementType().isSignlessInteger() ||
+        type.getElementType().isInteger(1) ||
+        fn.getArgAttr(arg.getArgNumber(), kIndexBoundAttr))
+      continue;
+    std::optional<int64_t> bound;
+    for (OpOperand &use : arg.getUses())
+      if (auto b = boundFromUse(use.getOwner(), use.getOperandNumber()))
+        bound = bound ? std::min(*bound, *b) : *b;
+    if (bound && *bound >= 1)
+      fn.setArgAttr(arg.getArgNumber(), kIndexBoundAttr,
+                    Builder(fn.getContext()).getI64IntegerAttr(*bound));
+  }
+}
+
+} // namespace spmdc::tg

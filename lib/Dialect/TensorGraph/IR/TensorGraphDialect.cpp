@@ -1,0 +1,78 @@
+//===- TensorGraphDialect.cpp - the tg dialect and its function attrs -----===//
+//
+// Registers the tg ops and checks the `tg.name` / `tg.role` attributes that
+// tie a graph's arguments and results to the user's tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+
+using namespace mlir;
+using namespace spmdc::tg;
+
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphOpsDialect.cpp.inc"
+
+void TensorGraphDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphOps.cpp.inc"
+      >();
+}
+
+bool spmdc::tg::isArgumentRole(StringRef role) {
+  return role == "param" || role == "data" || role == "state";
+}
+
+bool spmdc::tg::isResultRole(StringRef role) {
+  return role == "loss" || role == "output" || role == "param" ||
+         role == "state" || role == "grad";
+}
+
+/// Checks one `tg.*` attribute on a function argument or result.
+static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
+                                          bool isArgument, unsigned index) {
+  StringRef what = isArgument ? "argument" : "result";
+  StringRef name = attr.getName().getValue();
+  if (name == kNameAttr) {
+    if (!llvm::isa<StringAttr>(attr.getValue()))
+      return op->emitError() << what << " #" << index << ": '" << kNameAttr
+                             << "' must be a string";
+    return success();
+  }
+  if (name == kRoleAttr) {
+    auto role = llvm::dyn_cast<StringAttr>(attr.getValue());
+    if (!role || !(isArgument ? isArgumentRole(role.getValue())
+                              : isResultRole(role.getValue())))
+      return op->emitError()
+             << what << " #" << index << ": '" << kRoleAttr << "' must be "
+             << (isArgument ? "\"param\", \"data\" or \"state\""
+                            : "\"loss\", \"output\", \"param\", \"state\" or "
+                              "\"grad\"")
+             << ", got " << attr.getValue();
+    return success();
+  }
+  if (name == kIndexBoundAttr && isArgument) {
+    auto bound = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bound || bound.getInt() < 1)
+      return op->emitError() << what << " #" << index << ": '"
+                             << kIndexBoundAttr
+                             << "' must be a positive integer";
+    return success();
+  }
+  return op->emitError() << what << " #" << index
+                         << ": unknown attribute '" << name << "'";
+}
+
+LogicalResult TensorGraphDialect::verifyRegionArgAttribute(
+    Operation *op, unsigned, unsigned argIndex, NamedAttribute attr) {
+  return verifyValueAttribute(op, attr, /*isArgument=*/true, argIndex);
+}
+
+LogicalResult TensorGraphDialect::verifyRegionResultAttribute(
+    Operation *op, unsigned, unsigned resultIndex, NamedAttribute attr) {
+  return verifyValueAttribute(op, attr, /*isArgument=*/false, resultIndex);
+}

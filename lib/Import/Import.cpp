@@ -1,0 +1,72 @@
+//===- Import.cpp - pick the importer for a graph file --------------------===//
+
+#include "spmdc/Import/Import.h"
+#include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
+
+#include "mlir/Bytecode/BytecodeReader.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+
+namespace spmdc {
+
+std::optional<InputFormat> parseInputFormat(llvm::StringRef text) {
+  return llvm::StringSwitch<std::optional<InputFormat>>(text)
+      .Case("auto", InputFormat::Auto)
+      .Case("mlir", InputFormat::Mlir)
+      .Case("json", InputFormat::Json)
+      .Case("pt2", InputFormat::Pt2)
+      .Default(std::nullopt);
+}
+
+/// By extension first, then by the first bytes of the file.
+static InputFormat detectFormat(llvm::StringRef fileName,
+                                llvm::StringRef text) {
+  if (fileName.ends_with(".json"))
+    return InputFormat::Json;
+  if (fileName.ends_with(".mlir") || fileName.ends_with(".mlirbc"))
+    return InputFormat::Mlir;
+  if (fileName.ends_with(".pt2"))
+    return InputFormat::Pt2;
+  if (text.starts_with("PK"))
+    return InputFormat::Pt2;
+  if (text.ltrim().starts_with("{"))
+    return InputFormat::Json;
+  return InputFormat::Mlir;
+}
+
+OwningOpRef<ModuleOp> importGraph(llvm::SourceMgr &sourceMgr,
+                                  InputFormat format, MLIRContext &context) {
+  const llvm::MemoryBuffer *buffer =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  llvm::StringRef fileName = buffer->getBufferIdentifier();
+  llvm::StringRef text = buffer->getBuffer();
+  if (format == InputFormat::Auto)
+    format = detectFormat(fileName, text);
+
+  OwningOpRef<ModuleOp> module;
+  switch (format) {
+  case InputFormat::Json:
+    module = importJsonGraph(text, fileName, context);
+    break;
+  case InputFormat::Mlir:
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (module)
+      if (func::FuncOp entry = tg::getEntryFunction(*module))
+        tg::annotateIndexBounds(entry);
+    break;
+  case InputFormat::Pt2:
+  case InputFormat::Auto:
+    emitError(FileLineColLoc::get(&context, fileName, 1, 1))
+        << "torch.export (.pt2) input is not supported yet";
+    return nullptr;
+  }
+  if (!module || failed(tg::verifyGraphSignature(*module)))
+    return nullptr;
+  return module;
+}
+
+} // namespace spmdc

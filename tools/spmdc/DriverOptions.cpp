@@ -1,0 +1,68 @@
+//===- DriverOptions.cpp - the spmdc command line -------------------------===//
+
+#include "DriverOptions.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+namespace spmdc {
+
+std::optional<int> parseDriverOptions(int argc, char **argv,
+                                      DriverOptions &options) {
+  CLI::App app{"spmdc: compiles a single-device training graph into the "
+               "per-rank program of an SPMD training step.\n"
+               "MLIR's own flags (--mlir-print-ir-after-all, --mlir-timing, "
+               "...) are accepted too."};
+  app.allow_extras();
+  app.add_option("input", options.input,
+                 "graph file (.json, .mlir, .mlirbc, .pt2) or - for stdin")
+      ->required();
+  app.add_option("-o,--output", options.output, "output file, - for stdout");
+  app.add_option("--input-format", options.inputFormat, "input format")
+      ->check(CLI::IsMember({"auto", "mlir", "json", "pt2"}));
+  app.add_option("--shard-spec", options.shardSpec,
+                 "shard spec JSON; absent: one rank, no sharding");
+  app.add_option("--target", options.target, "code generation target")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--emit", options.emit, "the stage whose output to write")
+      ->check(CLI::IsMember({"import", "decompose", "autodiff", "partition",
+                             "shard", "lower", "module"}));
+  app.add_option("--partition", options.partition,
+                 "forward/backward partitioning policy")
+      ->check(CLI::IsMember({"save-all", "min-cut"}));
+  app.add_option("--optimizer", options.optimizer, "optimizer")
+      ->check(CLI::IsMember({"sgd", "adamw"}));
+  app.add_option("--lr", options.lr, "learning rate");
+  app.add_option("--momentum", options.momentum, "SGD momentum");
+  app.add_option("--weight-decay", options.weightDecay, "weight decay");
+  app.add_option("--beta1", options.beta1, "AdamW beta1");
+  app.add_option("--beta2", options.beta2, "AdamW beta2");
+  app.add_option("--eps", options.eps, "AdamW epsilon");
+  app.add_option("--report", options.report, "compile report JSON file");
+  app.add_option("--log-level", options.logLevel, "log level (stderr)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError &e) {
+    std::cerr << "spmdc: error: " << e.what() << "\n"
+              << "run 'spmdc --help' for usage\n";
+    return 2;
+  }
+  options.mlirArgs.push_back(argv[0]);
+  for (const std::string &extra : app.remaining()) {
+    if (extra.rfind("--mlir-", 0) != 0 && extra.rfind("-mlir-", 0) != 0) {
+      std::cerr << "spmdc: error: unknown argument '" << extra << "'\n"
+                << "run 'spmdc --help' for usage\n";
+      return 2;
+    }
+    options.mlirArgs.push_back(extra);
+  }
+  return std::nullopt;
+}
+
+} // namespace spmdc

@@ -1,0 +1,41 @@
+//===- DriverOptions.h - the spmdc command line ----------------*- C++ -*-===//
+//
+// Parsed by CLI11 in a translation unit of its own (CLI11 needs RTTI and
+// exceptions, MLIR code is built without them). Flags CLI11 does not know
+// are MLIR's own (--mlir-print-ir-after-all, ...) and go to llvm::cl.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_TOOLS_SPMDC_DRIVEROPTIONS_H
+#define SPMDC_TOOLS_SPMDC_DRIVEROPTIONS_H
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spmdc {
+
+struct DriverOptions {
+  std::string input;
+  std::string output = "-";
+  std::string inputFormat = "auto";
+  std::string shardSpec;
+  std::string target = "cpu";
+  std::string emit = "module";
+  std::string partition = "min-cut";
+  std::string optimizer;
+  std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
+  std::string report;
+  std::string logLevel = "warn";
+  /// Arguments for llvm::cl, argv[0] first.
+  std::vector<std::string> mlirArgs;
+};
+
+/// Parses the command line; returns an exit code when the tool should stop
+/// (0 after --help, 2 after a usage error, printed to stderr).
+std::optional<int> parseDriverOptions(int argc, char **argv,
+                                      DriverOptions &options);
+
+} // namespace spmdc
+
+#endif // SPMDC_TOOLS_SPMDC_DRIVEROPTIONS_H

@@ -1,0 +1,121 @@
+//===- spmdc.cpp - the spmdc compiler driver ------------------------------===//
+//
+// Reads a graph, runs the pipeline up to the stage named by --emit and
+// writes that stage's output. Exit codes: 0 success, 1 bad input or a
+// compile error, 2 usage error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DriverOptions.h"
+
+#include "spmdc/Import/Import.h"
+#include "spmdc/InitAll.h"
+#include "spmdc/Support/Diagnostics.h"
+#include "spmdc/Support/Logging.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <spdlog/spdlog.h>
+
+using namespace mlir;
+
+namespace {
+/// The stages in pipeline order; --emit names one.
+constexpr const char *kStages[] = {"import", "decompose", "autodiff",
+                                   "partition", "shard", "lower", "module"};
+constexpr int kImplementedStages = 1;
+
+int stageIndex(llvm::StringRef name) {
+  for (int i = 0; i < static_cast<int>(std::size(kStages)); ++i)
+    if (name == kStages[i])
+      return i;
+  return -1;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  spmdc::DriverOptions options;
+  if (std::optional<int> exitCode =
+          spmdc::parseDriverOptions(argc, argv, options))
+    return *exitCode;
+  spmdc::setupLogging("spmdc", options.logLevel);
+
+  // MLIR's own flags, forwarded from the command line.
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  std::vector<const char *> mlirArgv;
+  for (const std::string &arg : options.mlirArgs)
+    mlirArgv.push_back(arg.c_str());
+  if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(mlirArgv.size()),
+                                         mlirArgv.data(), "spmdc",
+                                         &llvm::errs()))
+    return 2;
+
+  int stage = stageIndex(options.emit);
+  if (stage >= kImplementedStages) {
+    llvm::errs() << "spmdc: error: --emit=" << options.emit
+                 << " is not available yet: this build implements the "
+                    "stages up to 'import'\n";
+    return 1;
+  }
+
+  DialectRegistry registry;
+  spmdc::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(options.input, &errorMessage);
+  if (!input) {
+    llvm::errs() << "spmdc: error: " << options.input << ": " << errorMessage
+                 << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  spmdc::ToolDiagnosticHandler diagnostics(sourceMgr, context, llvm::errs());
+
+  auto format = spmdc::parseInputFormat(options.inputFormat);
+  spdlog::info("importing {}", options.input);
+  OwningOpRef<ModuleOp> module =
+      spmdc::importGraph(sourceMgr, *format, context);
+  if (!module)
+    return 1;
+
+  // The passes of the stages up to --emit; MLIR's instrumentation flags
+  // (--mlir-print-ir-after-all, --mlir-timing) apply to them.
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  PassManager pm(&context);
+  TimingScope rootTiming = timing.getRootScope();
+  pm.enableTiming(rootTiming);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return 2;
+  if (failed(pm.run(*module)))
+    return 1;
+
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(options.output, &errorMessage);
+  if (!output) {
+    llvm::errs() << "spmdc: error: " << options.output << ": " << errorMessage
+                 << "\n";
+    return 1;
+  }
+  module->print(output->os());
+  output->os() << "\n";
+  output->keep();
+  return 0;
+}
