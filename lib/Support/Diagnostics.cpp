@@ -26,23 +26,33 @@ static StringRef severityName(DiagnosticSeverity severity) {
   return "error";
 }
 
-/// `file: place` for a NameLoc over a line-0 file location (a JSON pointer
-/// or node name), empty otherwise.
+/// `file: place` for a place in a document that has no line numbers: a
+/// NameLoc over a line-0 file location names a JSON pointer ("/nodes/3") or
+/// a node ("node 'fc1'"); a bare line-0 file location names the file.
+/// Empty for anything else.
 static std::string documentPlace(Location loc) {
+  auto file = llvm::dyn_cast<FileLineColLoc>(loc);
+  if (file && file.getLine() == 0)
+    return file.getFilename().str();
   auto named = llvm::dyn_cast<NameLoc>(loc);
   if (!named)
     return "";
-  auto file = llvm::dyn_cast<FileLineColLoc>(named.getChildLoc());
+  file = llvm::dyn_cast<FileLineColLoc>(named.getChildLoc());
   if (!file || file.getLine() != 0)
     return "";
-  std::string place = named.getName().str();
-  return file.getFilename().str() + ": " + (place.empty() ? "/" : place);
+  StringRef name = named.getName().getValue();
+  std::string place = name.starts_with("/") ? name.str()
+                      : name.empty()       ? std::string("/")
+                                           : "node '" + name.str() + "'";
+  return file.getFilename().str() + ": " + place;
 }
 
 ToolDiagnosticHandler::ToolDiagnosticHandler(llvm::SourceMgr &sourceMgr,
                                              MLIRContext &context,
                                              llvm::raw_ostream &os)
     : sourceHandler(sourceMgr, &context, os), context(context), os(os) {
+  // One message per error: the IR of the failing op is noise to a user.
+  context.printOpOnDiagnostic(false);
   // Registered after the source handler, so it runs first.
   id = context.getDiagEngine().registerHandler([this](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error)

@@ -1,0 +1,50 @@
+//===- RunOptions.cpp - the spmd-run command line -------------------------===//
+
+#include "RunOptions.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+namespace spmdc {
+
+std::optional<int> parseRunOptions(int argc, char **argv, RunOptions &options) {
+  CLI::App app{"spmd-run: runs a compiled spmdc module on N ranks, or any "
+               "stage's IR through the reference interpreter (--interpret).\n"
+               "stdout carries one 'step K loss X' line per step; logs go to "
+               "stderr."};
+  app.add_option("input", options.input, "module or IR file, - for stdin")
+      ->required();
+  app.add_option("--nranks", options.nranks, "number of ranks")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--steps", options.steps, "training steps to run")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--params", options.params,
+                 "safetensors file of logical parameters (and optimizer "
+                 "state) by name");
+  app.add_option("--data", options.data,
+                 "safetensors file of logical data inputs by name");
+  app.add_option("--seed", options.seed,
+                 "seed of the deterministic values of tensors not in a file");
+  app.add_option("--save-params", options.saveParams,
+                 "write the logical parameters after the last step here");
+  app.add_flag("--interpret", options.interpret,
+               "run IR of any stage through the reference interpreter");
+  app.add_flag("--f64", options.f64,
+               "interpreter: compute in f64 instead of each op's dtype");
+  app.add_option("--log-level", options.logLevel, "log level (stderr)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError &e) {
+    std::cerr << "spmd-run: error: " << e.what() << "\n"
+              << "run 'spmd-run --help' for usage\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+} // namespace spmdc

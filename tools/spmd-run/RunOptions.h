@@ -1,0 +1,36 @@
+//===- RunOptions.h - the spmd-run command line ----------------*- C++ -*-===//
+//
+// Parsed by CLI11 in a translation unit of its own (CLI11 needs RTTI and
+// exceptions; the MLIR side is built without RTTI).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_TOOLS_SPMD_RUN_RUNOPTIONS_H
+#define SPMDC_TOOLS_SPMD_RUN_RUNOPTIONS_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace spmdc {
+
+struct RunOptions {
+  std::string input;
+  int nranks = 1;
+  int steps = 1;
+  std::string params;
+  std::string data;
+  uint64_t seed = 0;
+  std::string saveParams;
+  bool interpret = false;
+  bool f64 = false;
+  std::string logLevel = "warn";
+};
+
+/// Parses the command line; returns an exit code when the tool should stop
+/// (0 after --help, 2 after a usage error, printed to stderr).
+std::optional<int> parseRunOptions(int argc, char **argv, RunOptions &options);
+
+} // namespace spmdc
+
+#endif // SPMDC_TOOLS_SPMD_RUN_RUNOPTIONS_H
