@@ -16,6 +16,8 @@ config.test_exec_root = os.path.join(config.spmdc_obj_root, "test")
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 config.substitutions.append(
     ("%expect-exit", os.path.join(config.test_source_root, "Inputs", "expect-exit.sh")))
+config.substitutions.append(("%spmdc_obj_root", config.spmdc_obj_root))
+config.substitutions.append(("%spmdc_src_root", config.spmdc_src_root))
 config.substitutions.append(("%examples", os.path.join(config.spmdc_src_root, "docs", "examples")))
 
 llvm_config.use_default_substitutions()

@@ -80,11 +80,11 @@ class TG_UnaryOp<string mnemonic, Type operandType, string desc>
   let summary = "elementwise " # mnemonic;
   let description = desc # [{
 
-    Example:
-    ```mlir
-    %y = tg.}] # mnemonic # [{ %x : tensor<4x8xf32>
-    ```
-  }];
+Example:
+```mlir
+%y = tg.}] # mnemonic # [{ %x : tensor<4x8xf32>
+```
+}];
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -94,13 +94,13 @@ class TG_BinaryOp<string mnemonic, Type operandType, string desc>
     : TG_InferredOp<mnemonic> {
   let summary = "elementwise " # mnemonic # " with NumPy broadcasting";
   let description = desc # [{ Both operands have the same element type;
-    their shapes broadcast NumPy-style (right-aligned, a dim of 1 stretches).
+their shapes broadcast NumPy-style (right-aligned, a dim of 1 stretches).
 
-    Example:
-    ```mlir
-    %c = tg.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>, tensor<8xf32>
-    ```
-  }];
+Example:
+```mlir
+%c = tg.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>, tensor<8xf32>
+```
+}];
   let arguments = (ins operandType:$lhs, operandType:$rhs);
   let results = (outs operandType:$result);
   let assemblyFormat =
@@ -119,13 +119,13 @@ class TG_ReductionOp<string mnemonic, Type operandType, string desc>
     : TG_InferredOp<mnemonic> {
   let summary = mnemonic # " over dims, with optional keepdim";
   let description = desc # [{ `dims` lists distinct dims to reduce (negative
-    counts from the back); with `keepdim` they stay as size 1.
+counts from the back); with `keepdim` they stay as size 1.
 
-    Example:
-    ```mlir
-    %r = tg.}] # mnemonic # [{ %x dims [1] keepdim : tensor<4x8xf32>
-    ```
-  }];
+Example:
+```mlir
+%r = tg.}] # mnemonic # [{ %x dims [1] keepdim : tensor<4x8xf32>
+```
+}];
   let arguments = (ins operandType:$input, DenseI64ArrayAttr:$dims,
                    UnitAttr:$keepdim);
   let results = (outs operandType:$result);
