@@ -9,6 +9,7 @@
 #define SPMDC_INITALL_H
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+#include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -26,6 +27,7 @@ inline void registerAllPasses() {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  tg::registerTensorGraphPasses();
 }
 
 } // namespace spmdc

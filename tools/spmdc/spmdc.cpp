@@ -10,6 +10,7 @@
 
 #include "spmdc/Import/Import.h"
 #include "spmdc/InitAll.h"
+#include "spmdc/Pipeline/Pipeline.h"
 #include "spmdc/Support/Diagnostics.h"
 #include "spmdc/Support/Logging.h"
 
@@ -27,20 +28,6 @@
 #include <spdlog/spdlog.h>
 
 using namespace mlir;
-
-namespace {
-/// The stages in pipeline order; --emit names one.
-constexpr const char *kStages[] = {"import", "decompose", "autodiff",
-                                   "partition", "shard", "lower", "module"};
-constexpr int kImplementedStages = 1;
-
-int stageIndex(llvm::StringRef name) {
-  for (int i = 0; i < static_cast<int>(std::size(kStages)); ++i)
-    if (name == kStages[i])
-      return i;
-  return -1;
-}
-} // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
@@ -63,13 +50,17 @@ int main(int argc, char **argv) {
                                          &llvm::errs()))
     return 2;
 
-  int stage = stageIndex(options.emit);
-  if (stage >= kImplementedStages) {
-    llvm::errs() << "spmdc: error: --emit=" << options.emit
-                 << " is not available yet: this build implements the "
-                    "stages up to 'import'\n";
-    return 1;
-  }
+  spmdc::PipelineOptions pipeline;
+  pipeline.emit = *spmdc::parseStage(options.emit);
+  spmdc::OptimizerOptions &optimizer = pipeline.optimizer;
+  if (!options.optimizer.empty())
+    optimizer.name = options.optimizer;
+  optimizer.lr = options.lr;
+  optimizer.momentum = options.momentum;
+  optimizer.weightDecay = options.weightDecay;
+  optimizer.beta1 = options.beta1;
+  optimizer.beta2 = options.beta2;
+  optimizer.eps = options.eps;
 
   DialectRegistry registry;
   spmdc::registerAllDialects(registry);
@@ -104,6 +95,8 @@ int main(int argc, char **argv) {
   pm.enableTiming(rootTiming);
   if (failed(applyPassManagerCLOptions(pm)))
     return 2;
+  if (failed(spmdc::buildPipeline(pm, pipeline)))
+    return 1;
   if (failed(pm.run(*module)))
     return 1;
 

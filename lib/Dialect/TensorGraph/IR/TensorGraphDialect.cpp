@@ -16,6 +16,8 @@ using namespace spmdc::tg;
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphOpsDialect.cpp.inc"
 
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphInterfaces.cpp.inc"
+
 void TensorGraphDialect::initialize() {
   addOperations<
 #define GET_OP_LIST

@@ -18,6 +18,8 @@
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphOpsDialect.h.inc"
 
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphOps.h.inc"
 

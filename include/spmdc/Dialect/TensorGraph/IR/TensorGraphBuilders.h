@@ -1,0 +1,55 @@
+//===- TensorGraphBuilders.h - small builders of tg subgraphs ---*- C++ -*-===//
+//
+// The few constructions that derivative rules, decompositions and the
+// optimizer all need: scalar constants that broadcast, and reducing a
+// broadcast gradient back to its operand's shape.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_DIALECT_TENSORGRAPH_IR_TENSORGRAPHBUILDERS_H
+#define SPMDC_DIALECT_TENSORGRAPH_IR_TENSORGRAPHBUILDERS_H
+
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace spmdc::tg {
+
+/// The static type of a tg value.
+inline mlir::RankedTensorType typeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
+
+/// A rank-0 `tg.full` of `elementType`: broadcasts against any tensor.
+mlir::Value buildScalar(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Type elementType, double value);
+
+/// A rank-0 `tg.full` of `like`'s element type.
+mlir::Value buildScalarLike(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value like, double value);
+
+/// Zeros of `type`.
+mlir::Value buildZeros(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::RankedTensorType type);
+
+/// Sums `grad` over the dims NumPy broadcasting added or stretched, so that
+/// the result has `target`'s shape (the adjoint of broadcasting).
+mlir::Value sumToShape(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value grad, mlir::RankedTensorType target);
+
+/// `value` reshaped to `type`'s shape when the shapes differ.
+mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::Value value, mlir::RankedTensorType type);
+
+/// Dims of `value` made non-negative.
+llvm::SmallVector<int64_t> normalizedDims(llvm::ArrayRef<int64_t> dims,
+                                          int64_t rank);
+
+/// `input`'s shape with the `dims` set to 1 (the keepdim shape of a
+/// reduction over `dims`).
+mlir::RankedTensorType keepDimType(mlir::RankedTensorType input,
+                                   llvm::ArrayRef<int64_t> dims);
+
+} // namespace spmdc::tg
+
+#endif // SPMDC_DIALECT_TENSORGRAPH_IR_TENSORGRAPHBUILDERS_H

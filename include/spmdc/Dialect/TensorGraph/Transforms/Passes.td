@@ -1,0 +1,109 @@
+//===- Passes.td - passes over the tensor-graph dialect ----*- tablegen -*-===//
+//
+// The training-step stages: decompose, autodiff (+ optimizer), partition.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_DIALECT_TENSORGRAPH_TRANSFORMS_PASSES_TD
+#define SPMDC_DIALECT_TENSORGRAPH_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TgDecompose : Pass<"tg-decompose", "::mlir::ModuleOp"> {
+  let summary = "Rewrite composite tg ops into primitives, numerically stable";
+  let description = [{
+    Every composite (linear, mean, softmax, log_softmax, layer_norm,
+    rms_norm, gelu, silu, cross_entropy, sdpa, dropout) becomes primitives;
+    softmax subtracts the max first and log_softmax uses log-sum-exp, so
+    large logits stay finite. Running the pass twice changes nothing.
+
+    Before:
+    ```mlir
+    %y = tg.linear %x, %w, %b : tensor<8x4xf32>, tensor<2x4xf32>, tensor<2xf32>
+    ```
+    After:
+    ```mlir
+    %t = tg.transpose %w perm [1, 0] : tensor<2x4xf32>
+    %m = tg.matmul %x, %t : tensor<8x4xf32>, tensor<4x2xf32>
+    %y = tg.add %m, %b : tensor<8x2xf32>, tensor<2xf32>
+    ```
+  }];
+  let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
+}
+
+def TgAutodiff : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Append reverse-mode gradients of every parameter to @main";
+  let description = [{
+    Differentiates the loss result of `@main` with respect to every float
+    argument of role `param` and returns each gradient as a new result of
+    role `grad` with the parameter's name. Each primitive states its own
+    derivative (VJPOpInterface); gradients of broadcast operands are summed
+    back to the operand's shape, fan-out accumulates, integer and boolean
+    values get no gradient, and code no gradient needs is removed. The graph
+    must have been decomposed.
+
+    Before:
+    ```mlir
+    func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = "param"})
+        -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+      %s = tg.mul %w, %w : tensor<2xf32>, tensor<2xf32>
+      %l = tg.sum %s dims [0] : tensor<2xf32>
+      return %l : tensor<f32>
+    }
+    ```
+    After (up to naming):
+    ```mlir
+    func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = "param"})
+        -> (tensor<f32> {tg.name = "loss", tg.role = "loss"},
+            tensor<2xf32> {tg.name = "w", tg.role = "grad"}) {
+      %s = tg.mul %w, %w : tensor<2xf32>, tensor<2xf32>
+      %l = tg.sum %s dims [0] : tensor<2xf32>
+      %one = tg.full 1.0 : tensor<f32>
+      %r = tg.reshape %one : tensor<f32> to tensor<1xf32>
+      %g = tg.broadcast %r : tensor<1xf32> to tensor<2xf32>
+      %a = tg.mul %g, %w : tensor<2xf32>, tensor<2xf32>
+      %b = tg.mul %g, %w : tensor<2xf32>, tensor<2xf32>
+      %dw = tg.add %a, %b : tensor<2xf32>, tensor<2xf32>
+      return %l, %dw : tensor<f32>, tensor<2xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
+}
+
+def TgOptimizer : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Turn the gradients of @main into an optimizer update";
+  let description = [{
+    Consumes the `grad` results that --tg-autodiff added and returns, in
+    their place, each parameter updated by SGD (momentum, weight decay) or
+    AdamW (bias correction, decoupled weight decay), with the optimizer
+    state as explicit `state` arguments and results named
+    `<param>.momentum_buffer`, `<param>.exp_avg`, `<param>.exp_avg_sq` and
+    `step`. The runner feeds `param` and `state` results back into the
+    arguments of the same role and name, so the state can be sharded like
+    any tensor. The formulas are PyTorch's torch.optim.SGD and AdamW.
+
+    Before: `@main(w) -> (loss, grad w)`. After, for SGD with momentum:
+    ```mlir
+    func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = "param"},
+                    %buf: tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = "state"})
+        -> (tensor<f32> {tg.name = "loss", tg.role = "loss"},
+            tensor<2xf32> {tg.name = "w", tg.role = "param"},
+            tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = "state"})
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "sgd or adamw">,
+    Option<"lr", "lr", "double", "1e-3", "learning rate">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"weightDecay", "weight-decay", "double", "0.01",
+           "weight decay (SGD: added to the gradient; AdamW: decoupled)">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+  ];
+  let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
+}
+
+#endif // SPMDC_DIALECT_TENSORGRAPH_TRANSFORMS_PASSES_TD

@@ -1,0 +1,41 @@
+//===- Pipeline.h - the stages of spmdc as one pass pipeline ----*- C++ -*-===//
+//
+// What `spmdc --emit=STAGE` runs: the passes of every stage up to STAGE, in
+// order. The driver stays thin; this is the one place the order lives.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_PIPELINE_PIPELINE_H
+#define SPMDC_PIPELINE_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+
+#include <optional>
+#include <string>
+
+namespace spmdc {
+
+enum class Stage { Import, Decompose, Autodiff, Partition, Shard, Lower, Module };
+
+/// Parses a stage name (import, decompose, ...).
+std::optional<Stage> parseStage(llvm::StringRef name);
+llvm::StringRef stageName(Stage stage);
+
+struct OptimizerOptions {
+  std::string name = "adamw";
+  std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
+};
+
+struct PipelineOptions {
+  Stage emit = Stage::Module;
+  OptimizerOptions optimizer;
+};
+
+/// Adds the passes of the stages up to `options.emit` to `pm`; failure (with
+/// an error) for a stage this build does not implement yet.
+mlir::LogicalResult buildPipeline(mlir::OpPassManager &pm,
+                                  const PipelineOptions &options);
+
+} // namespace spmdc
+
+#endif // SPMDC_PIPELINE_PIPELINE_H

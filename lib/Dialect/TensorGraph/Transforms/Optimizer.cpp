@@ -1,0 +1,184 @@
+//===- Optimizer.cpp - gradients into an optimizer update (--tg-optimizer) ===//
+//
+// Replaces the `grad` results of @main by updated parameters and optimizer
+// state, following torch.optim.SGD and torch.optim.AdamW step for step, so
+// that one compiled step matches PyTorch's. State is explicit: new `state`
+// arguments in, updated `state` results out.
+//
+//===----------------------------------------------------------------------===//
+
+#include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
+#include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
+
+namespace spmdc::tg {
+#define GEN_PASS_DEF_TGOPTIMIZER
+#include "spmdc/Dialect/TensorGraph/Transforms/Passes.h.inc"
+} // namespace spmdc::tg
+
+using namespace mlir;
+using namespace spmdc::tg;
+
+namespace {
+
+struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
+  using TgOptimizerBase::TgOptimizerBase;
+
+  void runOnOperation() override {
+    if (optimizer != "sgd" && optimizer != "adamw") {
+      getOperation().emitError() << "unknown optimizer '" << optimizer
+                                 << "' (expected sgd or adamw)";
+      return signalPassFailure();
+    }
+    func::FuncOp fn = getEntryFunction(getOperation());
+    if (!fn || failed(rewrite(fn)))
+      signalPassFailure();
+  }
+
+  /// A new `state` argument of @main.
+  Value addState(func::FuncOp fn, StringRef name, RankedTensorType type) {
+    OpBuilder b(&getContext());
+    NamedAttrList attrs;
+    attrs.append(kNameAttr, b.getStringAttr(name));
+    attrs.append(kRoleAttr, b.getStringAttr("state"));
+    unsigned index = fn.getNumArguments();
+    (void)fn.insertArgument(index, type, attrs.getDictionary(&getContext()),
+                            fn.getLoc());
+    stateResults.push_back({name.str(), Value()});
+    return fn.getArgument(index);
+  }
+
+  LogicalResult rewrite(func::FuncOp fn) {
+    auto args = getArgumentInfos(fn);
+    auto results = getResultInfos(fn);
+    Operation *ret = fn.getBody().front().getTerminator();
+    if (llvm::none_of(results, [](auto &r) { return r.role == "grad"; }))
+      return fn.emitError("--tg-optimizer needs the 'grad' results of "
+                          "--tg-autodiff");
+
+    OpBuilder b(ret);
+    Location loc = fn.getLoc();
+    auto scalar = [&](Value like, double v) {
+      return buildScalarLike(b, loc, like, v);
+    };
+    // AdamW's step count, shared by all parameters: t' = t + 1.
+    Value step;
+    if (optimizer == "adamw") {
+      Value t = addState(fn, "step", RankedTensorType::get({}, b.getF32Type()));
+      b.setInsertionPoint(ret);
+      step = AddOp::create(b, loc, t, scalar(t, 1.0));
+      stateResults.back().second = step;
+    }
+
+    SmallVector<Value> kept;
+    SmallVector<GraphValueInfo> keptInfo;
+    SmallVector<std::pair<std::string, Value>> updatedParams;
+    for (auto [i, info] : llvm::enumerate(results)) {
+      Value value = ret->getOperand(i);
+      if (info.role != "grad") {
+        kept.push_back(value);
+        keptInfo.push_back(info);
+        continue;
+      }
+      auto paramIt = llvm::find_if(args, [&](const GraphValueInfo &a) {
+        return a.role == "param" && a.name == info.name;
+      });
+      if (paramIt == args.end())
+        return fn.emitError() << "gradient '" << info.name
+                              << "' has no parameter of that name";
+      Value p = fn.getArgument(paramIt - args.begin());
+      Value g = value;
+      Value updated = optimizer == "sgd" ? sgd(fn, info.name, p, g)
+                                         : adamw(fn, info.name, p, g, step);
+      updatedParams.push_back({info.name, updated});
+    }
+
+    // Results: what was there but the gradients, then the updated
+    // parameters, then the updated state.
+    SmallVector<Value> newResults(kept);
+    SmallVector<DictionaryAttr> newAttrs;
+    auto attrsOf = [&](StringRef name, StringRef role) {
+      NamedAttrList attrs;
+      attrs.append(kNameAttr, b.getStringAttr(name));
+      attrs.append(kRoleAttr, b.getStringAttr(role));
+      return attrs.getDictionary(&getContext());
+    };
+    for (const GraphValueInfo &info : keptInfo)
+      newAttrs.push_back(attrsOf(info.name, info.role));
+    for (auto &[name, value] : updatedParams) {
+      newResults.push_back(value);
+      newAttrs.push_back(attrsOf(name, "param"));
+    }
+    for (auto &[name, value] : stateResults) {
+      newResults.push_back(value);
+      newAttrs.push_back(attrsOf(name, "state"));
+    }
+    b.setInsertionPoint(ret);
+    func::ReturnOp::create(b, ret->getLoc(), newResults);
+    ret->erase();
+    fn.setFunctionType(FunctionType::get(&getContext(), fn.getArgumentTypes(),
+                                         ValueRange(newResults).getTypes()));
+    fn.setAllResultAttrs(newAttrs);
+    return success();
+  }
+
+  /// torch.optim.SGD: g += wd p; buf = momentum buf + g (buf starts at 0,
+  /// which makes the first step buf = g as in PyTorch); p -= lr buf.
+  Value sgd(func::FuncOp fn, StringRef name, Value p, Value g) {
+    OpBuilder b(fn.getBody().front().getTerminator());
+    Location loc = p.getLoc();
+    auto scalar = [&](double v) { return buildScalarLike(b, loc, p, v); };
+    if (weightDecay != 0.0)
+      g = AddOp::create(b, loc, g, MulOp::create(b, loc, p, scalar(weightDecay)));
+    if (momentum != 0.0) {
+      Value buf = addState(fn, (name + ".momentum_buffer").str(), typeOf(p));
+      b.setInsertionPoint(fn.getBody().front().getTerminator());
+      g = AddOp::create(b, loc, MulOp::create(b, loc, buf, scalar(momentum)),
+                        g);
+      stateResults.back().second = g;
+    }
+    return SubOp::create(b, loc, p, MulOp::create(b, loc, g, scalar(lr)));
+  }
+
+  /// torch.optim.AdamW: p *= 1 - lr wd; m = b1 m + (1-b1) g;
+  /// v = b2 v + (1-b2) g^2; p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
+  Value adamw(func::FuncOp fn, StringRef name, Value p, Value g, Value step) {
+    Value m = addState(fn, (name + ".exp_avg").str(), typeOf(p));
+    size_t mIndex = stateResults.size() - 1;
+    Value v = addState(fn, (name + ".exp_avg_sq").str(), typeOf(p));
+    size_t vIndex = stateResults.size() - 1;
+    OpBuilder b(fn.getBody().front().getTerminator());
+    Location loc = p.getLoc();
+    auto scalar = [&](double x) { return buildScalarLike(b, loc, p, x); };
+    auto stepScalar = [&](double x) { return buildScalarLike(b, loc, step, x); };
+    auto add = [&](Value x, Value y) { return AddOp::create(b, loc, x, y); };
+    auto sub = [&](Value x, Value y) { return SubOp::create(b, loc, x, y); };
+    auto mul = [&](Value x, Value y) { return MulOp::create(b, loc, x, y); };
+    auto div = [&](Value x, Value y) { return DivOp::create(b, loc, x, y); };
+    auto toParamType = [&](Value s) -> Value {
+      Type el = typeOf(p).getElementType();
+      if (typeOf(s).getElementType() == el)
+        return s;
+      return ConvertOp::create(b, loc, RankedTensorType::get({}, el), s);
+    };
+
+    Value decayed = mul(p, scalar(1.0 - lr * weightDecay));
+    Value m2 = add(mul(m, scalar(beta1)), mul(g, scalar(1.0 - beta1)));
+    Value v2 = add(mul(v, scalar(beta2)), mul(mul(g, g), scalar(1.0 - beta2)));
+    stateResults[mIndex].second = m2;
+    stateResults[vIndex].second = v2;
+    Value bc1 = sub(stepScalar(1.0),
+                    PowOp::create(b, loc, stepScalar(beta1), step));
+    Value bc2 = sub(stepScalar(1.0),
+                    PowOp::create(b, loc, stepScalar(beta2), step));
+    Value stepSize = toParamType(div(stepScalar(lr), bc1));
+    Value bc2Sqrt = toParamType(SqrtOp::create(b, loc, bc2));
+    Value denom = add(div(SqrtOp::create(b, loc, v2), bc2Sqrt), scalar(eps));
+    return sub(decayed, mul(div(m2, denom), stepSize));
+  }
+
+  /// Names and updated values of the state arguments added so far.
+  SmallVector<std::pair<std::string, Value>> stateResults;
+};
+
+} // namespace

@@ -1,0 +1,73 @@
+//===- Pipeline.cpp - the stages of spmdc as one pass pipeline ------------===//
+
+#include "spmdc/Pipeline/Pipeline.h"
+#include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace spmdc {
+
+std::optional<Stage> parseStage(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<Stage>>(name)
+      .Case("import", Stage::Import)
+      .Case("decompose", Stage::Decompose)
+      .Case("autodiff", Stage::Autodiff)
+      .Case("partition", Stage::Partition)
+      .Case("shard", Stage::Shard)
+      .Case("lower", Stage::Lower)
+      .Case("module", Stage::Module)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef stageName(Stage stage) {
+  switch (stage) {
+  case Stage::Import:
+    return "import";
+  case Stage::Decompose:
+    return "decompose";
+  case Stage::Autodiff:
+    return "autodiff";
+  case Stage::Partition:
+    return "partition";
+  case Stage::Shard:
+    return "shard";
+  case Stage::Lower:
+    return "lower";
+  case Stage::Module:
+    return "module";
+  }
+  return "module";
+}
+
+LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
+  if (options.emit > Stage::Autodiff) {
+    llvm::errs() << "spmdc: error: --emit=" << stageName(options.emit)
+                 << " is not available yet: this build implements the "
+                    "stages up to 'autodiff'\n";
+    return failure();
+  }
+  if (options.emit >= Stage::Decompose)
+    pm.addPass(tg::createTgDecompose());
+  if (options.emit >= Stage::Autodiff) {
+    pm.addPass(tg::createTgAutodiff());
+    // Defaults are PyTorch's, except SGD's learning rate, which PyTorch
+    // requires: 0.01.
+    const OptimizerOptions &o = options.optimizer;
+    bool sgd = o.name == "sgd";
+    tg::TgOptimizerOptions opt;
+    opt.optimizer = o.name;
+    opt.lr = o.lr.value_or(sgd ? 0.01 : 1e-3);
+    opt.momentum = o.momentum.value_or(0.0);
+    opt.weightDecay = o.weightDecay.value_or(sgd ? 0.0 : 0.01);
+    opt.beta1 = o.beta1.value_or(0.9);
+    opt.beta2 = o.beta2.value_or(0.999);
+    opt.eps = o.eps.value_or(1e-8);
+    pm.addPass(tg::createTgOptimizer(opt));
+  }
+  return success();
+}
+
+} // namespace spmdc
