@@ -28,6 +28,9 @@ std::optional<int> parseRunOptions(int argc, char **argv, RunOptions &options) {
                  "seed of the deterministic values of tensors not in a file");
   app.add_option("--save-params", options.saveParams,
                  "write the logical parameters after the last step here");
+  app.add_option("--save-outputs", options.saveOutputs,
+                 "write the last step's loss, gradients and other outputs "
+                 "here, keyed '<role>/<name>'");
   app.add_flag("--interpret", options.interpret,
                "run IR of any stage through the reference interpreter");
   app.add_flag("--f64", options.f64,

@@ -22,6 +22,7 @@ struct RunOptions {
   std::string data;
   uint64_t seed = 0;
   std::string saveParams;
+  std::string saveOutputs;
   bool interpret = false;
   bool f64 = false;
   std::string logLevel = "warn";

@@ -208,6 +208,7 @@ int main(int argc, char **argv) {
 
   spmdc::interp::InterpreterOptions interpreterOptions;
   interpreterOptions.f64 = options.f64;
+  std::vector<Tensor> lastOutputs(resultInfos.size());
   for (int step = 1; step <= options.steps; ++step) {
     auto results = spmdc::interp::runFunction(entry, args, interpreterOptions);
     if (failed(results))
@@ -217,21 +218,34 @@ int main(int argc, char **argv) {
                   (*results)[*lossIndex].data.front());
     std::fflush(stdout);
     for (auto [r, a] : feedback)
-      args[a] = std::move((*results)[r]);
+      args[a] = (*results)[r];
+    lastOutputs = std::move(*results);
   }
 
   if (!options.saveParams.empty()) {
     std::vector<spmdc::rt::NamedTensor> saved;
-    for (size_t a = 0; a < argInfos.size(); ++a) {
-      if (argInfos[a].role != "param")
-        continue;
-      saved.push_back({argInfos[a].name,
-                       *dtypeOf(argInfos[a].type.getElementType()),
-                       args[a].shape, args[a].data});
-    }
+    for (size_t a = 0; a < argInfos.size(); ++a)
+      if (argInfos[a].role == "param")
+        saved.push_back({argInfos[a].name,
+                         *dtypeOf(argInfos[a].type.getElementType()),
+                         args[a].shape, args[a].data});
     if (!spmdc::rt::writeSafeTensors(options.saveParams, saved, errorMessage))
       return fail(errorMessage);
     spdlog::info("saved {} parameters to {}", saved.size(), options.saveParams);
+  }
+  if (!options.saveOutputs.empty()) {
+    std::vector<spmdc::rt::NamedTensor> saved;
+    for (size_t r = 0; r < resultInfos.size(); ++r)
+      if (resultInfos[r].role != "param" && resultInfos[r].role != "state")
+        saved.push_back({resultInfos[r].role + "/" + resultInfos[r].name,
+                         // --f64 values keep their digits.
+                         options.f64 && llvm::isa<FloatType>(
+                                            resultInfos[r].type.getElementType())
+                             ? spmdc::rt::DType::F64
+                             : *dtypeOf(resultInfos[r].type.getElementType()),
+                         lastOutputs[r].shape, lastOutputs[r].data});
+    if (!spmdc::rt::writeSafeTensors(options.saveOutputs, saved, errorMessage))
+      return fail(errorMessage);
   }
   return 0;
 }
