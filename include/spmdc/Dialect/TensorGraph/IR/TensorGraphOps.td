@@ -77,7 +77,7 @@ class TG_InferredOp<string mnemonic, list<Trait> traits = []>
           DeclareOpInterfaceMethods<InferTypeOpInterface>, InferTypeOpAdaptor])>;
 
 /// Ops with a derivative implement `buildVJP` in VJPRules.cpp.
-def TG_VJP : DeclareOpInterfaceMethods<TG_VJPOpInterface>;
+def VJPOpInterface : DeclareOpInterfaceMethods<TG_VJPOpInterface>;
 
 class TG_UnaryOp<string mnemonic, Type operandType, string desc,
                  list<Trait> traits = []>
@@ -154,38 +154,38 @@ Example:
 // Elementwise unary primitives
 //===----------------------------------------------------------------------===//
 
-def TG_NegOp : TG_UnaryOp<"neg", TG_NumericTensor, "Negation: `-x`.", [TG_VJP]>;
-def TG_AbsOp : TG_UnaryOp<"abs", TG_NumericTensor, "Absolute value.", [TG_VJP]>;
-def TG_ExpOp : TG_UnaryOp<"exp", TG_FloatTensor, "Exponential `e^x`.", [TG_VJP]>;
-def TG_LogOp : TG_UnaryOp<"log", TG_FloatTensor, "Natural logarithm.", [TG_VJP]>;
-def TG_SqrtOp : TG_UnaryOp<"sqrt", TG_FloatTensor, "Square root.", [TG_VJP]>;
+def TG_NegOp : TG_UnaryOp<"neg", TG_NumericTensor, "Negation: `-x`.", [VJPOpInterface]>;
+def TG_AbsOp : TG_UnaryOp<"abs", TG_NumericTensor, "Absolute value.", [VJPOpInterface]>;
+def TG_ExpOp : TG_UnaryOp<"exp", TG_FloatTensor, "Exponential `e^x`.", [VJPOpInterface]>;
+def TG_LogOp : TG_UnaryOp<"log", TG_FloatTensor, "Natural logarithm.", [VJPOpInterface]>;
+def TG_SqrtOp : TG_UnaryOp<"sqrt", TG_FloatTensor, "Square root.", [VJPOpInterface]>;
 def TG_RsqrtOp : TG_UnaryOp<"rsqrt", TG_FloatTensor,
-                            "Reciprocal square root `1/sqrt(x)`.", [TG_VJP]>;
+                            "Reciprocal square root `1/sqrt(x)`.", [VJPOpInterface]>;
 def TG_ReciprocalOp : TG_UnaryOp<"reciprocal", TG_FloatTensor,
-                                 "Reciprocal `1/x`.", [TG_VJP]>;
-def TG_TanhOp : TG_UnaryOp<"tanh", TG_FloatTensor, "Hyperbolic tangent.", [TG_VJP]>;
-def TG_ErfOp : TG_UnaryOp<"erf", TG_FloatTensor, "Gauss error function.", [TG_VJP]>;
+                                 "Reciprocal `1/x`.", [VJPOpInterface]>;
+def TG_TanhOp : TG_UnaryOp<"tanh", TG_FloatTensor, "Hyperbolic tangent.", [VJPOpInterface]>;
+def TG_ErfOp : TG_UnaryOp<"erf", TG_FloatTensor, "Gauss error function.", [VJPOpInterface]>;
 def TG_SigmoidOp : TG_UnaryOp<"sigmoid", TG_FloatTensor,
-                              "Logistic sigmoid `1/(1+e^-x)`.", [TG_VJP]>;
-def TG_SinOp : TG_UnaryOp<"sin", TG_FloatTensor, "Sine.", [TG_VJP]>;
-def TG_CosOp : TG_UnaryOp<"cos", TG_FloatTensor, "Cosine.", [TG_VJP]>;
-def TG_ReluOp : TG_UnaryOp<"relu", TG_NumericTensor, "Rectifier `max(x, 0)`.", [TG_VJP]>;
+                              "Logistic sigmoid `1/(1+e^-x)`.", [VJPOpInterface]>;
+def TG_SinOp : TG_UnaryOp<"sin", TG_FloatTensor, "Sine.", [VJPOpInterface]>;
+def TG_CosOp : TG_UnaryOp<"cos", TG_FloatTensor, "Cosine.", [VJPOpInterface]>;
+def TG_ReluOp : TG_UnaryOp<"relu", TG_NumericTensor, "Rectifier `max(x, 0)`.", [VJPOpInterface]>;
 def TG_NotOp : TG_UnaryOp<"not", TG_BoolTensor, "Logical negation of i1.">;
 
 //===----------------------------------------------------------------------===//
 // Elementwise binary primitives
 //===----------------------------------------------------------------------===//
 
-def TG_AddOp : TG_BinaryOp<"add", TG_NumericTensor, "Sum `a + b`.", [TG_VJP]>;
-def TG_SubOp : TG_BinaryOp<"sub", TG_NumericTensor, "Difference `a - b`.", [TG_VJP]>;
-def TG_MulOp : TG_BinaryOp<"mul", TG_NumericTensor, "Product `a * b`.", [TG_VJP]>;
+def TG_AddOp : TG_BinaryOp<"add", TG_NumericTensor, "Sum `a + b`.", [VJPOpInterface]>;
+def TG_SubOp : TG_BinaryOp<"sub", TG_NumericTensor, "Difference `a - b`.", [VJPOpInterface]>;
+def TG_MulOp : TG_BinaryOp<"mul", TG_NumericTensor, "Product `a * b`.", [VJPOpInterface]>;
 def TG_DivOp : TG_BinaryOp<"div", TG_NumericTensor,
-    "Quotient `a / b` (integer division truncates toward zero).", [TG_VJP]>;
-def TG_PowOp : TG_BinaryOp<"pow", TG_FloatTensor, "Power `a ^ b`.", [TG_VJP]>;
+    "Quotient `a / b` (integer division truncates toward zero).", [VJPOpInterface]>;
+def TG_PowOp : TG_BinaryOp<"pow", TG_FloatTensor, "Power `a ^ b`.", [VJPOpInterface]>;
 def TG_MaximumOp : TG_BinaryOp<"maximum", TG_NumericTensor,
-                               "Elementwise maximum.", [TG_VJP]>;
+                               "Elementwise maximum.", [VJPOpInterface]>;
 def TG_MinimumOp : TG_BinaryOp<"minimum", TG_NumericTensor,
-                               "Elementwise minimum.", [TG_VJP]>;
+                               "Elementwise minimum.", [VJPOpInterface]>;
 def TG_AndOp : TG_BinaryOp<"and", TG_BoolTensor, "Logical and of i1.">;
 def TG_OrOp : TG_BinaryOp<"or", TG_BoolTensor, "Logical or of i1.">;
 
@@ -205,7 +205,7 @@ def TG_CompareOp : TG_InferredOp<"compare"> {
       "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
-def TG_SelectOp : TG_InferredOp<"select", [TG_VJP]> {
+def TG_SelectOp : TG_InferredOp<"select", [VJPOpInterface]> {
   let summary = "elementwise `cond ? a : b` with broadcasting (torch.where)";
   let description = [{
     ```mlir
@@ -219,7 +219,7 @@ def TG_SelectOp : TG_InferredOp<"select", [TG_VJP]> {
                        "type($condition) `,` type($on_true) `,` type($on_false)";
 }
 
-def TG_ConvertOp : TG_Op<"convert", [Pure, TG_VJP]> {
+def TG_ConvertOp : TG_Op<"convert", [Pure, VJPOpInterface]> {
   let summary = "element type conversion (torch _to_copy with a dtype)";
   let description = [{
     Same shape, new element type. Float to integer truncates toward zero;
@@ -239,8 +239,8 @@ def TG_ConvertOp : TG_Op<"convert", [Pure, TG_VJP]> {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-def TG_SumOp : TG_ReductionOp<"sum", TG_NumericTensor, "Sum.", [TG_VJP]>;
-def TG_MaxOp : TG_ReductionOp<"max", TG_NumericTensor, "Maximum (amax).", [TG_VJP]>;
+def TG_SumOp : TG_ReductionOp<"sum", TG_NumericTensor, "Sum.", [VJPOpInterface]>;
+def TG_MaxOp : TG_ReductionOp<"max", TG_NumericTensor, "Maximum (amax).", [VJPOpInterface]>;
 def TG_MeanOp : TG_ReductionOp<"mean", TG_FloatTensor,
     "Arithmetic mean; a composite: decomposes to `sum` times `1/n`.">;
 
@@ -248,7 +248,7 @@ def TG_MeanOp : TG_ReductionOp<"mean", TG_FloatTensor,
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_InferredOp<"matmul", [TG_VJP]> {
+def TG_MatmulOp : TG_InferredOp<"matmul", [VJPOpInterface]> {
   let summary = "batched matrix product with broadcast batch dims";
   let description = [{
     `lhs` is `[..., m, k]`, `rhs` is `[..., k, n]`, both of rank 2 or more;
@@ -268,7 +268,7 @@ def TG_MatmulOp : TG_InferredOp<"matmul", [TG_VJP]> {
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
-def TG_ReshapeOp : TG_Op<"reshape", [Pure, TG_VJP]> {
+def TG_ReshapeOp : TG_Op<"reshape", [Pure, VJPOpInterface]> {
   let summary = "reshape to a new static shape with the same element count";
   let description = [{
     Row-major reinterpretation (aten.view / aten.reshape).
@@ -283,7 +283,7 @@ def TG_ReshapeOp : TG_Op<"reshape", [Pure, TG_VJP]> {
   let hasVerifier = 1;
 }
 
-def TG_TransposeOp : TG_InferredOp<"transpose", [TG_VJP]> {
+def TG_TransposeOp : TG_InferredOp<"transpose", [VJPOpInterface]> {
   let summary = "permute dims (aten.permute / aten.transpose / aten.t)";
   let description = [{
     Result dim `i` is input dim `permutation[i]`.
@@ -297,7 +297,7 @@ def TG_TransposeOp : TG_InferredOp<"transpose", [TG_VJP]> {
   let assemblyFormat = "$input `perm` $permutation attr-dict `:` type($input)";
 }
 
-def TG_BroadcastOp : TG_Op<"broadcast", [Pure, TG_VJP]> {
+def TG_BroadcastOp : TG_Op<"broadcast", [Pure, VJPOpInterface]> {
   let summary = "broadcast to a larger shape (aten.expand)";
   let description = [{
     NumPy rule: the input's dims align with the trailing result dims and
@@ -313,7 +313,7 @@ def TG_BroadcastOp : TG_Op<"broadcast", [Pure, TG_VJP]> {
   let hasVerifier = 1;
 }
 
-def TG_SliceOp : TG_InferredOp<"slice", [TG_VJP]> {
+def TG_SliceOp : TG_InferredOp<"slice", [VJPOpInterface]> {
   let summary = "strided slice of one dim (aten.slice.Tensor)";
   let description = [{
     Keeps indices `start, start+step, ...` below `end` of dim `dim`;
@@ -330,7 +330,7 @@ def TG_SliceOp : TG_InferredOp<"slice", [TG_VJP]> {
                        "$step attr-dict `:` type($input)";
 }
 
-def TG_ConcatOp : TG_InferredOp<"concat", [TG_VJP]> {
+def TG_ConcatOp : TG_InferredOp<"concat", [VJPOpInterface]> {
   let summary = "concatenate along a dim (aten.cat)";
   let description = [{
     ```mlir
@@ -342,7 +342,7 @@ def TG_ConcatOp : TG_InferredOp<"concat", [TG_VJP]> {
   let assemblyFormat = "$inputs `dim` $dim attr-dict `:` type($inputs)";
 }
 
-def TG_EmbeddingOp : TG_InferredOp<"embedding", [TG_VJP]> {
+def TG_EmbeddingOp : TG_InferredOp<"embedding", [VJPOpInterface]> {
   let summary = "row lookup `weight[indices]` (aten.embedding)";
   let description = [{
     `weight` is `[V, D]`, `indices` any shape of integers in [0, V); the
@@ -358,7 +358,7 @@ def TG_EmbeddingOp : TG_InferredOp<"embedding", [TG_VJP]> {
       "$weight `,` $indices attr-dict `:` type($weight) `,` type($indices)";
 }
 
-def TG_GatherOp : TG_InferredOp<"gather", [TG_VJP]> {
+def TG_GatherOp : TG_InferredOp<"gather", [VJPOpInterface]> {
   let summary = "gather along a dim (aten.gather / take_along_dim)";
   let description = [{
     `result[i..., j, k...] = input[i..., index[i..., j, k...], k...]` for
@@ -375,7 +375,7 @@ def TG_GatherOp : TG_InferredOp<"gather", [TG_VJP]> {
                        "type($input) `,` type($index)";
 }
 
-def TG_ScatterAddOp : TG_Op<"scatter_add", [Pure, TG_VJP]> {
+def TG_ScatterAddOp : TG_Op<"scatter_add", [Pure, VJPOpInterface]> {
   let summary = "scatter-add into zeros along a dim (gather's adjoint)";
   let description = [{
     Result has the written type; `result[i..., index[i..., j, k...], k...]
@@ -394,7 +394,7 @@ def TG_ScatterAddOp : TG_Op<"scatter_add", [Pure, TG_VJP]> {
   let hasVerifier = 1;
 }
 
-def TG_EmbeddingBackwardOp : TG_Op<"embedding_backward", [Pure, TG_VJP]> {
+def TG_EmbeddingBackwardOp : TG_Op<"embedding_backward", [Pure, VJPOpInterface]> {
   let summary = "sum rows of `grad` into a [V, D] table (embedding's adjoint)";
   let description = [{
     `result[v] = sum of grad[i...] over positions where indices[i...] == v`;
