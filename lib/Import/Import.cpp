@@ -60,7 +60,7 @@ OwningOpRef<ModuleOp> importGraph(llvm::SourceMgr &sourceMgr,
     break;
   case InputFormat::Pt2:
   case InputFormat::Auto:
-    emitError(FileLineColLoc::get(&context, fileName, 1, 1))
+    emitError(FileLineColLoc::get(&context, fileName, 0, 0))
         << "torch.export (.pt2) input is not supported yet";
     return nullptr;
   }

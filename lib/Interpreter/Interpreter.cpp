@@ -11,27 +11,25 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
-#include <cstring>
 
 using namespace mlir;
 
 namespace spmdc::interp {
 
-/// bf16 keeps the top 16 bits of an f32, rounded to nearest even.
-static double roundToBF16(double value) {
-  float f = static_cast<float>(value);
-  if (std::isnan(f))
-    return f;
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  bits += 0x7FFF + ((bits >> 16) & 1);
-  bits &= 0xFFFF0000u;
-  std::memcpy(&f, &bits, sizeof(bits));
-  return f;
+/// Rounds to nearest, ties to even, straight from the double (rounding
+/// through f32 first could round twice).
+static double roundThrough(double value, const llvm::fltSemantics &semantics) {
+  llvm::APFloat f(value);
+  bool losesInfo;
+  f.convert(semantics, llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+            &losesInfo);
+  return f.convertToDouble();
 }
 
 double roundToElementType(double value, Type elementType) {
@@ -40,9 +38,9 @@ double roundToElementType(double value, Type elementType) {
   if (elementType.isF32())
     return static_cast<float>(value);
   if (elementType.isF16())
-    return static_cast<double>(static_cast<_Float16>(value));
+    return roundThrough(value, llvm::APFloat::IEEEhalf());
   if (elementType.isBF16())
-    return roundToBF16(value);
+    return roundThrough(value, llvm::APFloat::BFloat());
   if (elementType.isInteger(1))
     return value != 0.0 ? 1.0 : 0.0;
   if (elementType.isInteger(32))

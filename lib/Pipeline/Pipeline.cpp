@@ -53,18 +53,22 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     pm.addPass(tg::createTgDecompose());
   if (options.emit >= Stage::Autodiff) {
     pm.addPass(tg::createTgAutodiff());
-    // Defaults are PyTorch's, except SGD's learning rate, which PyTorch
-    // requires: 0.01.
+    // Unset hyperparameters keep the pass's defaults (PyTorch's).
     const OptimizerOptions &o = options.optimizer;
-    bool sgd = o.name == "sgd";
     tg::TgOptimizerOptions opt;
     opt.optimizer = o.name;
-    opt.lr = o.lr.value_or(sgd ? 0.01 : 1e-3);
-    opt.momentum = o.momentum.value_or(0.0);
-    opt.weightDecay = o.weightDecay.value_or(sgd ? 0.0 : 0.01);
-    opt.beta1 = o.beta1.value_or(0.9);
-    opt.beta2 = o.beta2.value_or(0.999);
-    opt.eps = o.eps.value_or(1e-8);
+    if (o.lr)
+      opt.lr = *o.lr;
+    if (o.momentum)
+      opt.momentum = *o.momentum;
+    if (o.weightDecay)
+      opt.weightDecay = *o.weightDecay;
+    if (o.beta1)
+      opt.beta1 = *o.beta1;
+    if (o.beta2)
+      opt.beta2 = *o.beta2;
+    if (o.eps)
+      opt.eps = *o.eps;
     pm.addPass(tg::createTgOptimizer(opt));
   }
   return success();

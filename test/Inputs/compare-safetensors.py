@@ -2,8 +2,10 @@
 """Compares the tensors of two safetensors files element by element.
 
     compare-safetensors.py ACTUAL EXPECTED --rtol R [--atol A] [--prefix P]
+                           [--exclude X]...
 
-Every tensor of EXPECTED (only those whose key starts with P, if given) must
+Every tensor of EXPECTED (only those whose key starts with P, if given, and
+none whose key starts with an X) must
 be in ACTUAL with the same shape, and every element must satisfy
 
     |actual - expected| <= atol + rtol * |expected|
@@ -112,6 +114,9 @@ def main(argv=None):
     ap.add_argument("--atol", type=float, default=1e-12)
     ap.add_argument("--prefix", default="",
                     help="compare only the expected keys with this prefix")
+    ap.add_argument("--exclude", action="append", default=[],
+                    help="skip the expected keys with this prefix "
+                         "(repeatable)")
     args = ap.parse_args(argv)
     try:
         actual = read(args.actual)
@@ -120,10 +125,12 @@ def main(argv=None):
         print(f"compare-safetensors: error: {e}", file=sys.stderr)
         return 1
 
-    keys = sorted(k for k in expected if k.startswith(args.prefix))
+    keys = sorted(k for k in expected if k.startswith(args.prefix) and
+                  not any(k.startswith(x) for x in args.exclude))
     if not keys:
         print(f"compare-safetensors: error: {args.expected} has no tensor "
-              f"with prefix '{args.prefix}'", file=sys.stderr)
+              f"to compare (prefix '{args.prefix}', exclude {args.exclude})",
+              file=sys.stderr)
         return 1
     failures = 0
     overall = 0.0

@@ -184,13 +184,22 @@ int main(int argc, char **argv) {
   std::vector<spmdc::tg::GraphValueInfo> resultInfos =
       spmdc::tg::getResultInfos(entry);
 
+  if (!options.saveOutputs.empty() && options.steps == 0)
+    return fail("--save-outputs needs at least one step");
+
   InputBuilder inputs(options);
   if (!inputs.openFiles(errorMessage))
     return fail(errorMessage);
   std::vector<Tensor> args(argInfos.size());
-  for (size_t i = 0; i < argInfos.size(); ++i)
+  for (size_t i = 0; i < argInfos.size(); ++i) {
     if (!inputs.build(argInfos[i], args[i], errorMessage))
       return fail(errorMessage);
+    // An f32 argument holds f32 values, whatever the file or init gave.
+    if (!options.f64)
+      for (double &v : args[i].data)
+        v = spmdc::interp::roundToElementType(
+            v, argInfos[i].type.getElementType());
+  }
 
   // Results that feed the next step: updated parameters and optimizer state
   // go back to the argument of the same role and name.

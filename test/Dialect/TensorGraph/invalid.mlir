@@ -26,7 +26,7 @@ func.func @written_type_mismatch(%a: tensor<2xf32>) {
 // -----
 
 func.func @float_only(%a: tensor<2xi64>) {
-  // expected-error@+1 {{'tg.exp' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
+  // expected-error@+1 {{'tg.exp' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
   %0 = tg.exp %a : tensor<2xi64>
   return
 }
@@ -106,7 +106,7 @@ func.func @embedding_rank(%w: tensor<4xf32>, %i: tensor<2xi64>) {
 // -----
 
 func.func @embedding_float_index(%w: tensor<4x2xf32>, %i: tensor<2xf32>) {
-  // expected-error@+1 {{operand #1 must be ranked tensor of 64-bit signless integer or 32-bit signless integer values}}
+  // expected-error@+1 {{operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
   %0 = tg.embedding %w, %i : tensor<4x2xf32>, tensor<2xf32>
   return
 }
@@ -216,5 +216,13 @@ func.func @bad_name(%x: tensor<2xf32> {tg.name = 3 : i64}) {
 
 // expected-error@+1 {{argument #0: unknown attribute 'tg.shard'}}
 func.func @unknown_attr(%x: tensor<2xf32> {tg.shard = "S(0)"}) {
+  return
+}
+
+// -----
+
+func.func @dynamic_shape(%a: tensor<?xf32>) {
+  // expected-error@+1 {{'tg.relu' op operand #0 must be statically shaped tensor}}
+  %0 = tg.relu %a : tensor<?xf32>
   return
 }

@@ -30,6 +30,13 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
                                  << "' (expected sgd or adamw)";
       return signalPassFailure();
     }
+    // Unset (negative) hyperparameters take the optimizer's PyTorch default;
+    // SGD's learning rate, which PyTorch requires, defaults to 0.01.
+    bool sgd = optimizer == "sgd";
+    if (lr < 0)
+      lr = sgd ? 0.01 : 1e-3;
+    if (weightDecay < 0)
+      weightDecay = sgd ? 0.0 : 0.01;
     func::FuncOp fn = getEntryFunction(getOperation());
     if (!fn || failed(rewrite(fn)))
       signalPassFailure();

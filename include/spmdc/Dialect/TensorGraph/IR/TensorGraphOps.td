@@ -56,11 +56,12 @@ def TensorGraph_Dialect : Dialect {
 
 def TG_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
 def TG_Element : AnyTypeOf<[F16, BF16, F32, F64, I64, I32, I1]>;
-def TG_Tensor : RankedTensorOf<[F16, BF16, F32, F64, I64, I32, I1]>;
-def TG_FloatTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
-def TG_NumericTensor : RankedTensorOf<[F16, BF16, F32, F64, I64, I32]>;
-def TG_IndexTensor : RankedTensorOf<[I64, I32]>;
-def TG_BoolTensor : RankedTensorOf<[I1]>;
+// Shapes are static: a graph is traced with logical, full-size shapes.
+def TG_Tensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I64, I32, I1]>;
+def TG_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
+def TG_NumericTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I64, I32]>;
+def TG_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
+def TG_BoolTensor : StaticShapeTensorOf<[I1]>;
 
 //===----------------------------------------------------------------------===//
 // Base classes
