@@ -43,10 +43,10 @@ llvm::StringRef stageName(Stage stage) {
 }
 
 LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  if (options.emit > Stage::Autodiff) {
+  if (options.emit > Stage::Partition) {
     llvm::errs() << "spmdc: error: --emit=" << stageName(options.emit)
                  << " is not available yet: this build implements the "
-                    "stages up to 'autodiff'\n";
+                    "stages up to 'partition'\n";
     return failure();
   }
   if (options.emit >= Stage::Decompose)
@@ -70,6 +70,11 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     if (o.eps)
       opt.eps = *o.eps;
     pm.addPass(tg::createTgOptimizer(opt));
+  }
+  if (options.emit >= Stage::Partition) {
+    tg::TgPartitionOptions partition;
+    partition.policy = options.partition;
+    pm.addPass(tg::createTgPartition(partition));
   }
   return success();
 }

@@ -441,8 +441,11 @@ def write_fixtures(name, result, out_dir):
         f.write("\n")
 
 
-def check_fixtures(name, result, out_dir, rtol=1e-12):
-    """True if the committed fixtures hold (nearly) these values."""
+def check_fixtures(name, result, out_dir, rtol=1e-9, atol=1e-10):
+    """True if the committed fixtures hold (nearly) these values. Another
+    torch build may sum in another order; atol covers the AdamW step of
+    gpt2-mini's key bias, whose gradient is 0 up to ~1e-18 rounding noise
+    that the step scales by lr / eps = 1e5."""
     ok = True
     d = os.path.join(out_dir, name)
     for fname, tensors in (("grads", result["grads"]),
@@ -460,7 +463,7 @@ def check_fixtures(name, result, out_dir, rtol=1e-12):
             ok = False
             continue
         for k, v in tensors.items():
-            if not np.allclose(stored[k], v, rtol=rtol, atol=1e-15):
+            if not np.allclose(stored[k], v, rtol=rtol, atol=atol):
                 print(f"{path}: {k} differs", file=sys.stderr)
                 ok = False
     return ok

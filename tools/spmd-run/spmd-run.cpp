@@ -231,12 +231,19 @@ int main(int argc, char **argv) {
     lastOutputs = std::move(*results);
   }
 
+  // Files keep each tensor's dtype, except that --f64 values keep their
+  // digits.
+  auto savedDType = [&](Type element) {
+    return options.f64 && llvm::isa<FloatType>(element)
+               ? spmdc::rt::DType::F64
+               : *dtypeOf(element);
+  };
   if (!options.saveParams.empty()) {
     std::vector<spmdc::rt::NamedTensor> saved;
     for (size_t a = 0; a < argInfos.size(); ++a)
       if (argInfos[a].role == "param")
         saved.push_back({argInfos[a].name,
-                         *dtypeOf(argInfos[a].type.getElementType()),
+                         savedDType(argInfos[a].type.getElementType()),
                          args[a].shape, args[a].data});
     if (!spmdc::rt::writeSafeTensors(options.saveParams, saved, errorMessage))
       return fail(errorMessage);
@@ -247,11 +254,7 @@ int main(int argc, char **argv) {
     for (size_t r = 0; r < resultInfos.size(); ++r)
       if (resultInfos[r].role != "param" && resultInfos[r].role != "state")
         saved.push_back({resultInfos[r].role + "/" + resultInfos[r].name,
-                         // --f64 values keep their digits.
-                         options.f64 && llvm::isa<FloatType>(
-                                            resultInfos[r].type.getElementType())
-                             ? spmdc::rt::DType::F64
-                             : *dtypeOf(resultInfos[r].type.getElementType()),
+                         savedDType(resultInfos[r].type.getElementType()),
                          lastOutputs[r].shape, lastOutputs[r].data});
     if (!spmdc::rt::writeSafeTensors(options.saveOutputs, saved, errorMessage))
       return fail(errorMessage);

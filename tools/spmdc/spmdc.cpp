@@ -11,6 +11,7 @@
 #include "spmdc/Import/Import.h"
 #include "spmdc/InitAll.h"
 #include "spmdc/Pipeline/Pipeline.h"
+#include "spmdc/Report/CompileReport.h"
 #include "spmdc/Support/Diagnostics.h"
 #include "spmdc/Support/Logging.h"
 
@@ -26,6 +27,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <spdlog/spdlog.h>
+
+#include <chrono>
 
 using namespace mlir;
 
@@ -52,6 +55,7 @@ int main(int argc, char **argv) {
 
   spmdc::PipelineOptions pipeline;
   pipeline.emit = *spmdc::parseStage(options.emit);
+  pipeline.partition = options.partition;
   spmdc::OptimizerOptions &optimizer = pipeline.optimizer;
   if (!options.optimizer.empty())
     optimizer.name = options.optimizer;
@@ -79,6 +83,7 @@ int main(int argc, char **argv) {
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   spmdc::ToolDiagnosticHandler diagnostics(sourceMgr, context, llvm::errs());
 
+  auto started = std::chrono::steady_clock::now();
   auto format = spmdc::parseInputFormat(options.inputFormat);
   spdlog::info("importing {}", options.input);
   OwningOpRef<ModuleOp> module =
@@ -99,6 +104,21 @@ int main(int argc, char **argv) {
     return 1;
   if (failed(pm.run(*module)))
     return 1;
+
+  if (!options.report.empty()) {
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - started)
+                    .count();
+    std::unique_ptr<llvm::ToolOutputFile> report =
+        openOutputFile(options.report, &errorMessage);
+    if (!report) {
+      llvm::errs() << "spmdc: error: " << options.report << ": "
+                   << errorMessage << "\n";
+      return 1;
+    }
+    report->os() << spmdc::buildCompileReport(*module, ms);
+    report->keep();
+  }
 
   std::unique_ptr<llvm::ToolOutputFile> output =
       openOutputFile(options.output, &errorMessage);

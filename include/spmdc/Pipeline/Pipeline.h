@@ -29,6 +29,8 @@ struct OptimizerOptions {
 struct PipelineOptions {
   Stage emit = Stage::Module;
   OptimizerOptions optimizer;
+  /// save-all or min-cut.
+  std::string partition = "min-cut";
 };
 
 /// Adds the passes of the stages up to `options.emit` to `pm`; failure (with

@@ -73,8 +73,12 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     if (optimizer == "adamw") {
       Value t = addState(fn, "step", RankedTensorType::get({}, b.getF32Type()));
       b.setInsertionPoint(ret);
-      step = AddOp::create(b, loc, t, scalar(t, 1.0));
-      stateResults.back().second = step;
+      Value next = AddOp::create(b, loc, t, scalar(t, 1.0));
+      stateResults.back().second = next;
+      // The bias corrections are scalars: compute them in f64, as PyTorch
+      // does, so that 1 - 0.999^t does not lose digits in f32.
+      step = ConvertOp::create(
+          b, loc, RankedTensorType::get({}, b.getF64Type()), next);
     }
 
     SmallVector<Value> kept;

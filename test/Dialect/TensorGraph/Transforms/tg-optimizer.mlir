@@ -33,12 +33,18 @@
 // ADAMW-SAME: tensor<2xf32> {tg.name = "w.exp_avg_sq", tg.role = "state"}
 // ADAMW-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}, tensor<2xf32> {tg.name = "w", tg.role = "param"}, tensor<f32> {tg.name = "step", tg.role = "state"}, tensor<2xf32> {tg.name = "w.exp_avg", tg.role = "state"}, tensor<2xf32> {tg.name = "w.exp_avg_sq", tg.role = "state"})
 // ADAMW: %[[T1:.*]] = tg.add %[[T]], %{{.*}} : tensor<f32>, tensor<f32>
+// ADAMW: %[[T64:.*]] = tg.convert %[[T1]] : tensor<f32> to tensor<f64>
 // ADAMW: tg.full 9.999900e-01 : tensor<f32>
 // ADAMW: tg.full 9.000000e-01 : tensor<f32>
 // ADAMW: tg.full 0.099999999999999978 : tensor<f32>
 // ADAMW: tg.full 0.99899999999999999 : tensor<f32>
-// ADAMW: tg.pow %{{.*}}, %[[T1]] : tensor<f32>, tensor<f32>
-// ADAMW: tg.sqrt
+// Bias corrections in f64, as PyTorch computes them.
+// ADAMW: %[[B1:.*]] = tg.full 9.000000e-01 : tensor<f64>
+// ADAMW: tg.pow %[[B1]], %[[T64]] : tensor<f64>, tensor<f64>
+// ADAMW: %[[B2:.*]] = tg.full 0.99899999999999999 : tensor<f64>
+// ADAMW: tg.pow %[[B2]], %[[T64]] : tensor<f64>, tensor<f64>
+// ADAMW: tg.convert %{{.*}} : tensor<f64> to tensor<f32>
+// ADAMW: tg.sqrt %{{.*}} : tensor<f64>
 // ADAMW: tg.full 1.000000e-08 : tensor<f32>
 // ADAMW: return
 

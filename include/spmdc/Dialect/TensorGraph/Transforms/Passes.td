@@ -106,4 +106,42 @@ def TgOptimizer : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
 }
 
+def TgPartition : Pass<"tg-partition", "::mlir::ModuleOp"> {
+  let summary = "Split the joint step into @forward and @backward with saved values";
+  let description = [{
+    The ops the loss depends on become `@forward`, which returns the loss
+    and the values the backward needs; the gradients and the optimizer
+    update become `@backward`, which takes those saved values; `@main`
+    calls both and keeps its signature, so the step runs as before.
+
+    `policy=save-all` saves every forward value the backward uses, like
+    AOTAutograd's default_partition. `policy=min-cut` (the default) is
+    AOTAutograd's min_cut_rematerialization_partition: a max-flow/min-cut
+    over the forward ops, each weighted by its bytes times 1.1^min(distance
+    to the backward, 100), where only cheap ops (elementwise, shape,
+    broadcast, factories) may be recomputed in the backward and matmuls,
+    reductions, gathers and random ops never are. It never saves more bytes
+    than save-all. The module gets a `tg.partition` attribute with both
+    figures, which the compile report states.
+
+    After (shape):
+    ```mlir
+    module attributes {tg.partition = {policy = "min-cut", save_all_activation_bytes = 4096 : i64, saved_activation_bytes = 2048 : i64}} {
+      func.func @main(...) -> (...) {
+        %f:3 = call @forward(%x, %w) : (...) -> (tensor<f32>, tensor<8x4xf32>, ...)
+        %b:2 = call @backward(%f#1, %f#2, %w) : (...) -> (...)
+        return %f#0, %b#0, %b#1 : ...
+      }
+      func.func private @forward(...) -> (tensor<f32>, ...)
+      func.func private @backward(...) -> (...)
+    }
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"min-cut\"",
+           "save-all or min-cut">,
+  ];
+  let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
+}
+
 #endif // SPMDC_DIALECT_TENSORGRAPH_TRANSFORMS_PASSES_TD

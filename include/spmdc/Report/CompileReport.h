@@ -1,0 +1,28 @@
+//===- CompileReport.h - the --report JSON of a compiled step ---*- C++ -*-===//
+//
+// States what one training step costs: parameter, gradient, optimizer-state
+// and saved-activation bytes per rank, a peak-memory estimate from the
+// liveness of every value, the collectives (none before sharding) and the
+// partitioner's figures. Format: GUIDE.md section 1, docs/report.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_REPORT_COMPILEREPORT_H
+#define SPMDC_REPORT_COMPILEREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace spmdc {
+
+/// Peak bytes live while @main runs once: its arguments, plus every value
+/// from its definition to its last use, through calls.
+int64_t estimatePeakMemory(mlir::ModuleOp module);
+
+/// The report of `module` (the output of the pipeline) as JSON text.
+std::string buildCompileReport(mlir::ModuleOp module, double compileMs);
+
+} // namespace spmdc
+
+#endif // SPMDC_REPORT_COMPILEREPORT_H
