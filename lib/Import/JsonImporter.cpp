@@ -10,6 +10,7 @@
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 #include "spmdc/Import/Import.h"
+#include "spmdc/Support/JsonDocument.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -54,7 +55,7 @@ public:
 private:
   /// An error located at a JSON pointer of the document.
   InFlightDiagnostic error(const std::string &pointer) {
-    return emitError(NameLoc::get(StringAttr::get(&context, pointer), fileLoc));
+    return emitError(jsonPointerLoc(context, fileName, pointer));
   }
 
   LogicalResult checkKeys(const json &object, const std::string &pointer,
@@ -82,16 +83,7 @@ LogicalResult JsonGraphImporter::checkKeys(
     const json &object, const std::string &pointer,
     std::initializer_list<const char *> allowed,
     std::initializer_list<const char *> required) {
-  if (!object.is_object())
-    return error(pointer) << "expected an object, got " << typeName(object);
-  for (const char *key : required)
-    if (!object.contains(key))
-      return error(pointer) << "missing field '" << key << "'";
-  for (auto it = object.begin(); it != object.end(); ++it)
-    if (!llvm::is_contained(allowed, StringRef(it.key())))
-      return error(pointer + "/" + it.key())
-             << "unknown field '" << it.key() << "'";
-  return success();
+  return checkJsonKeys(context, fileName, object, pointer, allowed, required);
 }
 
 FailureOr<Type> JsonGraphImporter::parseDType(const json &dtype,
@@ -444,27 +436,10 @@ OwningOpRef<ModuleOp> JsonGraphImporter::import(const json &root) {
 
 OwningOpRef<ModuleOp> importJsonGraph(StringRef text, StringRef fileName,
                                       MLIRContext &context) {
-  json root;
-  try {
-    root = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error &e) {
-    // Turn the byte offset into line:col so the diagnostic shows the line.
-    size_t offset = std::min<size_t>(e.byte ? e.byte - 1 : 0, text.size());
-    StringRef before = text.take_front(offset);
-    unsigned line = 1 + before.count('\n');
-    size_t lastNewline = before.rfind('\n');
-    unsigned column =
-        1 + (lastNewline == StringRef::npos ? offset : offset - lastNewline - 1);
-    std::string message = e.what();
-    // nlohmann prefixes "[json.exception.parse_error.101] parse error at
-    // line 1, column 2: "; the location is ours to print.
-    size_t colon = message.find(": ");
-    emitError(FileLineColLoc::get(&context, fileName, line, column))
-        << "malformed JSON: "
-        << (colon == std::string::npos ? message : message.substr(colon + 2));
+  std::optional<json> root = parseJsonDocument(text, fileName, context);
+  if (!root)
     return nullptr;
-  }
-  return JsonGraphImporter(context, fileName).import(root);
+  return JsonGraphImporter(context, fileName).import(*root);
 }
 
 } // namespace spmdc

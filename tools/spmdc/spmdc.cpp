@@ -12,6 +12,7 @@
 #include "spmdc/InitAll.h"
 #include "spmdc/Pipeline/Pipeline.h"
 #include "spmdc/Report/CompileReport.h"
+#include "spmdc/Sharding/ShardSpec.h"
 #include "spmdc/Support/Diagnostics.h"
 #include "spmdc/Support/Logging.h"
 
@@ -56,16 +57,6 @@ int main(int argc, char **argv) {
   spmdc::PipelineOptions pipeline;
   pipeline.emit = *spmdc::parseStage(options.emit);
   pipeline.partition = options.partition;
-  spmdc::OptimizerOptions &optimizer = pipeline.optimizer;
-  if (!options.optimizer.empty())
-    optimizer.name = options.optimizer;
-  optimizer.lr = options.lr;
-  optimizer.momentum = options.momentum;
-  optimizer.weightDecay = options.weightDecay;
-  optimizer.beta1 = options.beta1;
-  optimizer.beta2 = options.beta2;
-  optimizer.eps = options.eps;
-
   DialectRegistry registry;
   spmdc::registerAllDialects(registry);
   MLIRContext context(registry);
@@ -84,6 +75,42 @@ int main(int argc, char **argv) {
   spmdc::ToolDiagnosticHandler diagnostics(sourceMgr, context, llvm::errs());
 
   auto started = std::chrono::steady_clock::now();
+  // Optimizer settings: the spec's, then the command line's on top.
+  spmdc::OptimizerOptions &optimizer = pipeline.optimizer;
+  if (!options.shardSpec.empty()) {
+    std::optional<spmdc::ShardSpec> spec =
+        spmdc::readShardSpec(options.shardSpec, context);
+    if (!spec)
+      return 1;
+    if (spec->optimizer)
+      optimizer.name = *spec->optimizer;
+    auto setting = [&](const char *key) -> std::optional<double> {
+      auto it = spec->optimizerSettings.find(key);
+      if (it == spec->optimizerSettings.end())
+        return std::nullopt;
+      return it->second;
+    };
+    optimizer.lr = setting("lr");
+    optimizer.momentum = setting("momentum");
+    optimizer.weightDecay = setting("weight_decay");
+    optimizer.beta1 = setting("beta1");
+    optimizer.beta2 = setting("beta2");
+    optimizer.eps = setting("eps");
+  }
+  if (!options.optimizer.empty())
+    optimizer.name = options.optimizer;
+  auto override = [](std::optional<double> &value,
+                     const std::optional<double> &flag) {
+    if (flag)
+      value = flag;
+  };
+  override(optimizer.lr, options.lr);
+  override(optimizer.momentum, options.momentum);
+  override(optimizer.weightDecay, options.weightDecay);
+  override(optimizer.beta1, options.beta1);
+  override(optimizer.beta2, options.beta2);
+  override(optimizer.eps, options.eps);
+
   auto format = spmdc::parseInputFormat(options.inputFormat);
   spdlog::info("importing {}", options.input);
   OwningOpRef<ModuleOp> module =

@@ -95,10 +95,12 @@ def TgOptimizer : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
            "sgd or adamw">,
-    Option<"lr", "lr", "double", "1e-3", "learning rate">,
+    Option<"lr", "lr", "double", "-1.0",
+           "learning rate (default: 0.01 for sgd, 1e-3 for adamw)">,
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
-    Option<"weightDecay", "weight-decay", "double", "0.01",
-           "weight decay (SGD: added to the gradient; AdamW: decoupled)">,
+    Option<"weightDecay", "weight-decay", "double", "-1.0",
+           "weight decay, added to the gradient by sgd, decoupled by adamw "
+           "(default: 0 for sgd, 0.01 for adamw, as in PyTorch)">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,

@@ -1,0 +1,83 @@
+//===- ShardSpec.h - the shard spec a user gives spmdc ----------*- C++ -*-===//
+//
+// The JSON file that names a device mesh and how each tensor is placed on
+// it (docs/shard-spec.md): mesh axes and shape, presets per axis, explicit
+// placements per tensor name or glob, batch dims, and optimizer settings.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_SHARDING_SHARDSPEC_H
+#define SPMDC_SHARDING_SHARDSPEC_H
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/LLVM.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spmdc {
+
+/// Where a tensor sits along one mesh axis.
+struct Placement {
+  enum class Kind { Replicate, Shard, Partial };
+  Kind kind = Kind::Replicate;
+  /// The sharded tensor dim (Shard only; may be negative until resolved).
+  int64_t dim = 0;
+
+  /// Parses "R", "P" or "S(d)".
+  static std::optional<Placement> parse(llvm::StringRef text);
+  std::string str() const;
+  bool operator==(const Placement &other) const {
+    return kind == other.kind && (kind != Kind::Shard || dim == other.dim);
+  }
+};
+
+/// An explicit placement rule: a tensor name or glob, and a placement per
+/// named mesh axis.
+struct TensorRule {
+  std::string pattern;
+  bool isGlob = false;
+  std::map<std::string, Placement> placements;
+  /// Where the rule sits in the file, for errors ("/tensors/fc1.weight").
+  std::string pointer;
+};
+
+struct ShardSpec {
+  std::string fileName;
+  std::vector<std::string> axes;
+  std::vector<int64_t> shape;
+  /// Mesh axis -> preset (ddp, zero1, zero2, zero3, megatron, sequence).
+  std::map<std::string, std::string> presets;
+  std::vector<TensorRule> tensors;
+  /// Data input name or glob -> its batch dim (default 0).
+  std::vector<std::pair<std::string, int64_t>> batchDims;
+  /// The "optimizer" object: name and hyperparameters, all optional.
+  std::optional<std::string> optimizer;
+  std::map<std::string, double> optimizerSettings;
+
+  int64_t numRanks() const;
+  /// The index of a mesh axis, or -1.
+  int axisIndex(llvm::StringRef axis) const;
+  /// The explicit rule for `name`: an exact name beats a glob, a longer
+  /// glob beats a shorter one. Null if none matches.
+  const TensorRule *findRule(llvm::StringRef name) const;
+  /// The batch dim of data input `name`.
+  int64_t batchDim(llvm::StringRef name) const;
+};
+
+/// Reads a shard spec; errors go to the context's diagnostics with the
+/// file and a JSON pointer.
+std::optional<ShardSpec> parseShardSpec(llvm::StringRef text,
+                                        llvm::StringRef fileName,
+                                        mlir::MLIRContext &context);
+
+/// Reads the shard spec at `path` ('-' is not allowed: stdin carries the
+/// graph).
+std::optional<ShardSpec> readShardSpec(llvm::StringRef path,
+                                       mlir::MLIRContext &context);
+
+} // namespace spmdc
+
+#endif // SPMDC_SHARDING_SHARDSPEC_H
