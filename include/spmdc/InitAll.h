@@ -8,6 +8,7 @@
 #ifndef SPMDC_INITALL_H
 #define SPMDC_INITALL_H
 
+#include "spmdc/Dialect/Dist/IR/Dist.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
 
@@ -19,7 +20,8 @@ namespace spmdc {
 
 /// Registers the dialects every stage's IR may contain.
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<tg::TensorGraphDialect, mlir::func::FuncDialect>();
+  registry.insert<tg::TensorGraphDialect, dist::DistDialect,
+                  mlir::func::FuncDialect>();
 }
 
 /// Registers the project's passes and the upstream ones its pipelines use.

@@ -2,7 +2,8 @@
 //
 // One case per op, each a call into Kernels.cpp; composites are computed
 // directly, not through their decomposition, so that the interpreter can
-// check `--tg-decompose`.
+// check `--tg-decompose`. N ranks run in lockstep, op by op; a dist
+// collective is computed for each group from all its members' inputs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseMap.h"
@@ -94,80 +96,241 @@ Tensor constantTensor(ElementsAttr attr) {
   return t;
 }
 
-class FunctionInterpreter {
-public:
-  explicit FunctionInterpreter(const InterpreterOptions &options)
-      : options(options) {}
+using ValueMap = llvm::DenseMap<Value, Tensor>;
 
-  FailureOr<std::vector<Tensor>> run(func::FuncOp fn,
-                                     ArrayRef<Tensor> arguments);
+/// Computes one tg op from one rank's values.
+class OpEvaluator {
+public:
+  explicit OpEvaluator(const ValueMap &values) : values(values) {}
+  FailureOr<Tensor> evaluate(Operation *op);
 
 private:
   const Tensor &get(Value v) { return values.find(v)->second; }
-  LogicalResult execute(Operation *op);
-  /// Computes the results of one tg op.
-  FailureOr<Tensor> evaluate(Operation *op);
-
-  const InterpreterOptions &options;
-  llvm::DenseMap<Value, Tensor> values;
+  const ValueMap &values;
 };
 
-FailureOr<std::vector<Tensor>>
-FunctionInterpreter::run(func::FuncOp fn, ArrayRef<Tensor> arguments) {
+/// Chunk `index` of `parts` equal chunks of `x` along `dim`.
+Tensor chunk(const Tensor &x, int64_t dim, int64_t parts, int64_t index) {
+  int64_t size = x.shape[dim] / parts;
+  return slice(x, dim, index * size, (index + 1) * size, 1);
+}
+
+/// Elementwise sum of same-shaped tensors, in the order given (so that every
+/// member of a group gets the same bits).
+Tensor sumOf(ArrayRef<const Tensor *> xs) {
+  Tensor sum = *xs.front();
+  for (const Tensor *x : xs.drop_front())
+    for (size_t i = 0; i < sum.data.size(); ++i)
+      sum.data[i] += x->data[i];
+  return sum;
+}
+
+/// Runs a function on every rank of a mesh in lockstep: each op runs on all
+/// ranks before the next one starts.
+class SPMDInterpreter {
+public:
+  SPMDInterpreter(const dist::Mesh &mesh, const InterpreterOptions &options)
+      : mesh(mesh), options(options) {}
+
+  FailureOr<std::vector<std::vector<Tensor>>>
+  run(func::FuncOp fn, std::vector<std::vector<Tensor>> argsPerRank);
+
+private:
+  int64_t numRanks() const { return mesh.numRanks(); }
+  LogicalResult execute(Operation *op, std::vector<ValueMap> &values);
+  LogicalResult call(func::CallOp op, std::vector<ValueMap> &values);
+  /// Each rank's result of a dist op.
+  FailureOr<std::vector<Tensor>> collective(Operation *op,
+                                            ArrayRef<ValueMap> values);
+
+  const dist::Mesh &mesh;
+  const InterpreterOptions &options;
+};
+
+FailureOr<std::vector<std::vector<Tensor>>>
+SPMDInterpreter::run(func::FuncOp fn,
+                     std::vector<std::vector<Tensor>> argsPerRank) {
   if (fn.isExternal())
     return fn.emitError("cannot interpret a function without a body");
-  if (arguments.size() != fn.getNumArguments())
-    return fn.emitError() << "expects " << fn.getNumArguments()
-                          << " arguments, got " << arguments.size();
+  if (static_cast<int64_t>(argsPerRank.size()) != numRanks())
+    return fn.emitError() << "expects arguments for " << numRanks()
+                          << " ranks, got " << argsPerRank.size();
   Block &body = fn.getBody().front();
-  for (auto [arg, tensor] : llvm::zip(body.getArguments(), arguments)) {
-    if (shapeOf(arg) != tensor.shape)
-      return fn.emitError() << "argument #" << arg.getArgNumber()
-                            << " has the wrong shape";
-    values[arg] = tensor;
+  std::vector<ValueMap> values(numRanks());
+  for (int64_t rank = 0; rank < numRanks(); ++rank) {
+    std::vector<Tensor> &arguments = argsPerRank[rank];
+    if (arguments.size() != fn.getNumArguments())
+      return fn.emitError() << "expects " << fn.getNumArguments()
+                            << " arguments, got " << arguments.size();
+    for (auto [arg, tensor] : llvm::zip(body.getArguments(), arguments)) {
+      if (shapeOf(arg) != tensor.shape)
+        return fn.emitError() << "argument #" << arg.getArgNumber()
+                              << " has the wrong shape";
+      values[rank][arg] = std::move(tensor);
+    }
   }
   for (Operation &op : body.without_terminator())
-    if (failed(execute(&op)))
+    if (failed(execute(&op, values)))
       return failure();
-  std::vector<Tensor> results;
-  for (Value v : body.getTerminator()->getOperands())
-    results.push_back(get(v));
+  std::vector<std::vector<Tensor>> results(numRanks());
+  for (int64_t rank = 0; rank < numRanks(); ++rank)
+    for (Value v : body.getTerminator()->getOperands())
+      results[rank].push_back(values[rank].find(v)->second);
   return results;
 }
 
-LogicalResult FunctionInterpreter::execute(Operation *op) {
-  if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
-    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-        op, call.getCalleeAttr());
-    if (!callee)
-      return op->emitError("unknown callee");
-    std::vector<Tensor> args;
-    for (Value v : call.getOperands())
-      args.push_back(get(v));
-    auto results = FunctionInterpreter(options).run(callee, args);
-    if (failed(results))
-      return failure();
-    for (auto [v, t] : llvm::zip(call.getResults(), *results))
-      values[v] = std::move(t);
-    return success();
-  }
-  if (op->getNumResults() != 1 ||
-      !llvm::isa<RankedTensorType>(op->getResult(0).getType()))
-    return op->emitError("the interpreter does not support this op");
-  FailureOr<Tensor> result = evaluate(op);
-  if (failed(result))
+LogicalResult SPMDInterpreter::call(func::CallOp op,
+                                    std::vector<ValueMap> &values) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      op, op.getCalleeAttr());
+  if (!callee)
+    return op->emitError("unknown callee");
+  std::vector<std::vector<Tensor>> args(numRanks());
+  for (int64_t rank = 0; rank < numRanks(); ++rank)
+    for (Value v : op.getOperands())
+      args[rank].push_back(values[rank].find(v)->second);
+  auto results = run(callee, std::move(args));
+  if (failed(results))
     return failure();
-  Type element =
-      llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
-  // Integers and i1 are exact in f64 too; --f64 only skips float rounding.
-  if (!options.f64 || !llvm::isa<FloatType>(element))
-    for (double &v : result->data)
-      v = roundToElementType(v, element);
-  values[op->getResult(0)] = std::move(*result);
+  for (int64_t rank = 0; rank < numRanks(); ++rank)
+    for (auto [v, t] : llvm::zip(op.getResults(), (*results)[rank]))
+      values[rank][v] = std::move(t);
   return success();
 }
 
-FailureOr<Tensor> FunctionInterpreter::evaluate(Operation *op) {
+LogicalResult SPMDInterpreter::execute(Operation *op,
+                                       std::vector<ValueMap> &values) {
+  if (auto callOp = llvm::dyn_cast<func::CallOp>(op))
+    return call(callOp, values);
+  if (op->getNumResults() != 1 ||
+      !llvm::isa<RankedTensorType>(op->getResult(0).getType()))
+    return op->emitError("the interpreter does not support this op");
+  std::vector<Tensor> results;
+  if (llvm::isa<dist::DistDialect>(op->getDialect())) {
+    FailureOr<std::vector<Tensor>> collectiveResults = collective(op, values);
+    if (failed(collectiveResults))
+      return failure();
+    results = std::move(*collectiveResults);
+  } else {
+    for (int64_t rank = 0; rank < numRanks(); ++rank) {
+      // With several ranks, an error says whose it is.
+      std::optional<ScopedDiagnosticHandler> naming;
+      if (numRanks() > 1)
+        naming.emplace(op->getContext(), [rank](Diagnostic &diag) {
+          if (diag.getSeverity() == DiagnosticSeverity::Error)
+            diag.attachNote() << "on rank " << rank;
+          return failure(); // and on to the next handler
+        });
+      FailureOr<Tensor> result = OpEvaluator(values[rank]).evaluate(op);
+      if (failed(result))
+        return failure();
+      results.push_back(std::move(*result));
+    }
+  }
+  Value resultValue = op->getResult(0);
+  Shape expected = shapeOf(resultValue);
+  Type element =
+      llvm::cast<RankedTensorType>(resultValue.getType()).getElementType();
+  for (int64_t rank = 0; rank < numRanks(); ++rank) {
+    Tensor &result = results[rank];
+    if (result.shape != expected)
+      return op->emitError("the interpreter computed a result of the wrong "
+                           "shape for this op");
+    // Integers and i1 are exact in f64 too; --f64 only skips float rounding.
+    if (!options.f64 || !llvm::isa<FloatType>(element))
+      for (double &v : result.data)
+        v = roundToElementType(v, element);
+    values[rank][resultValue] = std::move(result);
+  }
+  return success();
+}
+
+FailureOr<std::vector<Tensor>>
+SPMDInterpreter::collective(Operation *op, ArrayRef<ValueMap> values) {
+  Value input = op->getOperand(0);
+  auto axesOf = [&](ArrayAttr names) -> FailureOr<SmallVector<int>> {
+    FailureOr<SmallVector<int>> axes = mesh.axisIndices(names);
+    if (failed(axes))
+      return op->emitError() << "names axes " << names
+                             << " that the interpreter's mesh (of "
+                             << numRanks() << " rank"
+                             << (numRanks() == 1 ? "" : "s")
+                             << ") does not have";
+    return axes;
+  };
+  // The inputs of `rank`'s group, in group order, and `rank`'s index in it.
+  auto groupInputs = [&](int64_t rank, ArrayRef<int> axes,
+                         int64_t &index) {
+    SmallVector<const Tensor *> inputs;
+    for (int64_t member : mesh.groupMembers(rank, axes))
+      inputs.push_back(&values[member].find(input)->second);
+    index = mesh.groupIndex(rank, axes);
+    return inputs;
+  };
+  // `fn(group inputs, index)` for every rank.
+  auto perRank = [&](ArrayAttr names,
+                     llvm::function_ref<Tensor(ArrayRef<const Tensor *>,
+                                               int64_t)>
+                         fn) -> FailureOr<std::vector<Tensor>> {
+    FailureOr<SmallVector<int>> axes = axesOf(names);
+    if (failed(axes))
+      return failure();
+    std::vector<Tensor> results;
+    for (int64_t rank = 0; rank < numRanks(); ++rank) {
+      int64_t index;
+      SmallVector<const Tensor *> inputs = groupInputs(rank, *axes, index);
+      results.push_back(fn(inputs, index));
+    }
+    return results;
+  };
+  using R = FailureOr<std::vector<Tensor>>;
+  return llvm::TypeSwitch<Operation *, R>(op)
+      .Case([&](dist::AllReduceOp o) {
+        return perRank(o.getAxes(), [](ArrayRef<const Tensor *> in, int64_t) {
+          return sumOf(in);
+        });
+      })
+      .Case([&](dist::AllGatherOp o) {
+        int64_t dim = o.getDim();
+        return perRank(o.getAxes(),
+                       [&](ArrayRef<const Tensor *> in, int64_t) {
+                         std::vector<Tensor> parts;
+                         for (const Tensor *t : in)
+                           parts.push_back(*t);
+                         return concat(parts, dim);
+                       });
+      })
+      .Case([&](dist::ReduceScatterOp o) {
+        int64_t dim = o.getDim();
+        return perRank(o.getAxes(),
+                       [&](ArrayRef<const Tensor *> in, int64_t index) {
+                         return chunk(sumOf(in), dim, in.size(), index);
+                       });
+      })
+      .Case([&](dist::AllToAllOp o) {
+        int64_t split = o.getSplitDim(), concatDim = o.getConcatDim();
+        return perRank(o.getAxes(),
+                       [&](ArrayRef<const Tensor *> in, int64_t index) {
+                         std::vector<Tensor> parts;
+                         for (const Tensor *t : in)
+                           parts.push_back(chunk(*t, split, in.size(), index));
+                         return concat(parts, concatDim);
+                       });
+      })
+      .Case([&](dist::LocalSliceOp o) {
+        int64_t dim = o.getDim();
+        return perRank(o.getAxes(),
+                       [&](ArrayRef<const Tensor *> in, int64_t index) {
+                         return chunk(*in[index], dim, in.size(), index);
+                       });
+      })
+      .Default([&](Operation *other) -> R {
+        return other->emitError("the interpreter does not support op '")
+               << other->getName() << "'";
+      });
+}
+
+FailureOr<Tensor> OpEvaluator::evaluate(Operation *op) {
   auto unary = [&](double (*fn)(double)) {
     return map(get(op->getOperand(0)), fn);
   };
@@ -376,7 +539,20 @@ FailureOr<Tensor> FunctionInterpreter::evaluate(Operation *op) {
 FailureOr<std::vector<Tensor>> runFunction(func::FuncOp fn,
                                            ArrayRef<Tensor> arguments,
                                            const InterpreterOptions &options) {
-  return FunctionInterpreter(options).run(fn, arguments);
+  // One rank: a mesh of no axes.
+  dist::Mesh single;
+  std::vector<std::vector<Tensor>> args{
+      std::vector<Tensor>(arguments.begin(), arguments.end())};
+  auto results = runFunctionSPMD(fn, std::move(args), single, options);
+  if (failed(results))
+    return failure();
+  return std::move(results->front());
+}
+
+FailureOr<std::vector<std::vector<Tensor>>>
+runFunctionSPMD(func::FuncOp fn, std::vector<std::vector<Tensor>> argsPerRank,
+                const dist::Mesh &mesh, const InterpreterOptions &options) {
+  return SPMDInterpreter(mesh, options).run(fn, std::move(argsPerRank));
 }
 
 } // namespace spmdc::interp

@@ -63,6 +63,8 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
       return fn.emitError("--tg-optimizer needs the 'grad' results of "
                           "--tg-autodiff");
 
+    // Ops from here to the return are the update: tagged for the report.
+    Operation *lastBackwardOp = ret->getPrevNode();
     OpBuilder b(ret);
     Location loc = fn.getLoc();
     auto scalar = [&](Value like, double v) {
@@ -99,6 +101,8 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
                               << "' has no parameter of that name";
       Value p = fn.getArgument(paramIt - args.begin());
       Value g = value;
+      if (Operation *def = g.getDefiningOp())
+        def->setAttr(kGradOfAttr, b.getStringAttr(info.name));
       Value updated = optimizer == "sgd" ? sgd(fn, info.name, p, g)
                                          : adamw(fn, info.name, p, g, step);
       updatedParams.push_back({info.name, updated});
@@ -124,6 +128,10 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
       newResults.push_back(value);
       newAttrs.push_back(attrsOf(name, "state"));
     }
+    for (Operation *op = lastBackwardOp ? lastBackwardOp->getNextNode()
+                                        : &fn.getBody().front().front();
+         op != ret; op = op->getNextNode())
+      op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
     b.setInsertionPoint(ret);
     func::ReturnOp::create(b, ret->getLoc(), newResults);
     ret->erase();

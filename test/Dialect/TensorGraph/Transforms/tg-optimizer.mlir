@@ -9,16 +9,17 @@
 // SGD-LABEL: func.func @main
 // SGD-SAME: (%[[W:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w", tg.role = "param"}, %[[BUF:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = "state"})
 // SGD-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}, tensor<2xf32> {tg.name = "w", tg.role = "param"}, tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = "state"})
-// SGD: %[[G:.*]] = tg.add %{{.*}}, %{{.*}} : tensor<2xf32>, tensor<2xf32>
-// SGD: %[[WD:.*]] = tg.full 1.000000e-01 : tensor<f32>
+// The gradient is tagged with its parameter, the update with its phase.
+// SGD: %[[G:.*]] = tg.add %{{.*}}, %{{.*}} {tg.grad_of = "w"} : tensor<2xf32>, tensor<2xf32>
+// SGD: %[[WD:.*]] = tg.full 1.000000e-01 {{.*}}: tensor<f32>
 // SGD: %[[DECAY:.*]] = tg.mul %[[W]], %[[WD]]
 // SGD: %[[G2:.*]] = tg.add %[[G]], %[[DECAY]]
-// SGD: %[[MOM:.*]] = tg.full 9.000000e-01 : tensor<f32>
+// SGD: %[[MOM:.*]] = tg.full 9.000000e-01 {{.*}}: tensor<f32>
 // SGD: %[[OLD:.*]] = tg.mul %[[BUF]], %[[MOM]]
 // SGD: %[[NEWBUF:.*]] = tg.add %[[OLD]], %[[G2]]
-// SGD: %[[LR:.*]] = tg.full 5.000000e-01 : tensor<f32>
+// SGD: %[[LR:.*]] = tg.full 5.000000e-01 {{.*}}: tensor<f32>
 // SGD: %[[STEP:.*]] = tg.mul %[[NEWBUF]], %[[LR]]
-// SGD: %[[NEWW:.*]] = tg.sub %[[W]], %[[STEP]]
+// SGD: %[[NEWW:.*]] = tg.sub %[[W]], %[[STEP]] {tg.phase = "optimizer"}
 // SGD: return %{{.*}}, %[[NEWW]], %[[NEWBUF]]
 
 // Without momentum there is no state.
@@ -32,20 +33,20 @@
 // ADAMW-SAME: tensor<2xf32> {tg.name = "w.exp_avg", tg.role = "state"}
 // ADAMW-SAME: tensor<2xf32> {tg.name = "w.exp_avg_sq", tg.role = "state"}
 // ADAMW-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}, tensor<2xf32> {tg.name = "w", tg.role = "param"}, tensor<f32> {tg.name = "step", tg.role = "state"}, tensor<2xf32> {tg.name = "w.exp_avg", tg.role = "state"}, tensor<2xf32> {tg.name = "w.exp_avg_sq", tg.role = "state"})
-// ADAMW: %[[T1:.*]] = tg.add %[[T]], %{{.*}} : tensor<f32>, tensor<f32>
-// ADAMW: %[[T64:.*]] = tg.convert %[[T1]] : tensor<f32> to tensor<f64>
-// ADAMW: tg.full 9.999900e-01 : tensor<f32>
-// ADAMW: tg.full 9.000000e-01 : tensor<f32>
-// ADAMW: tg.full 0.099999999999999978 : tensor<f32>
-// ADAMW: tg.full 0.99899999999999999 : tensor<f32>
+// ADAMW: %[[T1:.*]] = tg.add %[[T]], %{{.*}} {{.*}}: tensor<f32>, tensor<f32>
+// ADAMW: %[[T64:.*]] = tg.convert %[[T1]] {{.*}}: tensor<f32> to tensor<f64>
+// ADAMW: tg.full 9.999900e-01 {{.*}}: tensor<f32>
+// ADAMW: tg.full 9.000000e-01 {{.*}}: tensor<f32>
+// ADAMW: tg.full 0.099999999999999978 {{.*}}: tensor<f32>
+// ADAMW: tg.full 0.99899999999999999 {{.*}}: tensor<f32>
 // Bias corrections in f64, as PyTorch computes them.
-// ADAMW: %[[B1:.*]] = tg.full 9.000000e-01 : tensor<f64>
-// ADAMW: tg.pow %[[B1]], %[[T64]] : tensor<f64>, tensor<f64>
-// ADAMW: %[[B2:.*]] = tg.full 0.99899999999999999 : tensor<f64>
-// ADAMW: tg.pow %[[B2]], %[[T64]] : tensor<f64>, tensor<f64>
-// ADAMW: tg.convert %{{.*}} : tensor<f64> to tensor<f32>
-// ADAMW: tg.sqrt %{{.*}} : tensor<f64>
-// ADAMW: tg.full 1.000000e-08 : tensor<f32>
+// ADAMW: %[[B1:.*]] = tg.full 9.000000e-01 {{.*}}: tensor<f64>
+// ADAMW: tg.pow %[[B1]], %[[T64]] {{.*}}: tensor<f64>, tensor<f64>
+// ADAMW: %[[B2:.*]] = tg.full 0.99899999999999999 {{.*}}: tensor<f64>
+// ADAMW: tg.pow %[[B2]], %[[T64]] {{.*}}: tensor<f64>, tensor<f64>
+// ADAMW: tg.convert %{{.*}} {{.*}}: tensor<f64> to tensor<f32>
+// ADAMW: tg.sqrt %{{.*}} {{.*}}: tensor<f64>
+// ADAMW: tg.full 1.000000e-08 {{.*}}: tensor<f32>
 // ADAMW: return
 
 // NOGRAD: error: --tg-optimizer needs the 'grad' results of --tg-autodiff

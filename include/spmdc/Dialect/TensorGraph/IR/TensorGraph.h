@@ -34,6 +34,10 @@ inline constexpr llvm::StringLiteral kRoleAttr = "tg.role";
 inline constexpr llvm::StringLiteral kIndexBoundAttr = "tg.index_bound";
 /// Module attribute: the model's name.
 inline constexpr llvm::StringLiteral kModelAttr = "tg.model";
+/// Op attribute: the op belongs to the optimizer update ("optimizer").
+inline constexpr llvm::StringLiteral kPhaseAttr = "tg.phase";
+/// Op attribute: the op computes the gradient of the named parameter.
+inline constexpr llvm::StringLiteral kGradOfAttr = "tg.grad_of";
 /// The name of a graph's entry function.
 inline constexpr llvm::StringLiteral kEntryName = "main";
 

@@ -1,0 +1,94 @@
+//===- Dist.h - the distribution dialect, mesh and shardings ----*- C++ -*-===//
+//
+// The dist dialect's collectives, the device mesh (a module attribute) and a
+// tensor's sharding over it (an attribute on @main's arguments and results),
+// with the arithmetic of groups and shards that the shard pass, the
+// interpreter and the runner share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_DIALECT_DIST_IR_DIST_H
+#define SPMDC_DIALECT_DIST_IR_DIST_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <string>
+
+#include "spmdc/Dialect/Dist/IR/DistOpsDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "spmdc/Dialect/Dist/IR/DistOps.h.inc"
+
+namespace spmdc::dist {
+
+/// Module attribute: the device mesh.
+inline constexpr llvm::StringLiteral kMeshAttr = "dist.mesh";
+/// Argument/result attribute of @main: the value's sharding.
+inline constexpr llvm::StringLiteral kShardingAttr = "dist.sharding";
+
+/// A named N-D device mesh; rank r sits at the row-major multi-index.
+struct Mesh {
+  llvm::SmallVector<std::string> axes;
+  llvm::SmallVector<int64_t> shape;
+
+  int64_t numRanks() const;
+  int axisIndex(llvm::StringRef name) const;
+  llvm::SmallVector<int64_t> coordinates(int64_t rank) const;
+  int64_t rankAt(llvm::ArrayRef<int64_t> coordinates) const;
+  /// The number of ranks in a group over `axes`.
+  int64_t groupSize(llvm::ArrayRef<int> axes) const;
+  /// `rank`'s index in its group over `axes` (first axis most significant).
+  int64_t groupIndex(int64_t rank, llvm::ArrayRef<int> axes) const;
+  /// The ranks of `rank`'s group over `axes`, in group order.
+  llvm::SmallVector<int64_t> groupMembers(int64_t rank,
+                                         llvm::ArrayRef<int> axes) const;
+  /// Axis indices of axis names; failure for an unknown name.
+  mlir::FailureOr<llvm::SmallVector<int>> axisIndices(mlir::ArrayAttr names) const;
+  mlir::ArrayAttr axisNames(mlir::MLIRContext *context,
+                            llvm::ArrayRef<int> axes) const;
+
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
+  /// The mesh of the module `op` is in, or failure (with an error at `op`).
+  static mlir::FailureOr<Mesh> of(mlir::Operation *op);
+};
+
+/// How a logical tensor is spread over the mesh: each dim split over a list
+/// of axes (first most significant), and summed over the partial axes.
+struct TensorSharding {
+  llvm::SmallVector<llvm::SmallVector<int>> dims;
+  llvm::SmallVector<int> partial;
+
+  static TensorSharding replicated(int64_t rank);
+  bool isReplicated() const;
+  bool operator==(const TensorSharding &other) const {
+    return dims == other.dims && partial == other.partial;
+  }
+  bool operator!=(const TensorSharding &other) const {
+    return !(*this == other);
+  }
+  /// The mesh axes any dim uses.
+  llvm::SmallVector<int> shardedAxes() const;
+  /// Per-rank shape; failure if a dim does not divide evenly.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  localShape(llvm::ArrayRef<int64_t> logical, const Mesh &mesh) const;
+  /// The block of the logical tensor that `rank` holds.
+  void blockOf(int64_t rank, llvm::ArrayRef<int64_t> logical, const Mesh &mesh,
+               llvm::SmallVectorImpl<int64_t> &offsets,
+               llvm::SmallVectorImpl<int64_t> &sizes) const;
+  /// e.g. "[S(dp), R] P(tp)".
+  std::string str(const Mesh &mesh) const;
+
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context,
+                              const Mesh &mesh) const;
+  static mlir::FailureOr<TensorSharding>
+  fromAttr(mlir::DictionaryAttr attr, const Mesh &mesh, int64_t rank);
+};
+
+} // namespace spmdc::dist
+
+#endif // SPMDC_DIALECT_DIST_IR_DIST_H

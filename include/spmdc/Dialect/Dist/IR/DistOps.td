@@ -1,0 +1,128 @@
+//===- DistOps.td - the distribution dialect ---------------*- tablegen -*-===//
+//
+// The per-rank program's collectives over named mesh axes. Every op works on
+// the local tensor of the rank that runs it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_DIALECT_DIST_IR_DISTOPS_TD
+#define SPMDC_DIALECT_DIST_IR_DISTOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Dist_Dialect : Dialect {
+  let name = "dist";
+  let cppNamespace = "::spmdc::dist";
+  let summary = "Collectives over named axes of a device mesh";
+  let description = [{
+    A sharded program carries the mesh as a module attribute
+    `dist.mesh = {axes = ["dp", "tp"], shape = [2, 2]}`; rank r sits at the
+    row-major multi-index of the mesh (last axis fastest). A collective over
+    axes `A` runs within each group of ranks that agree on every axis not
+    in `A`; a rank's index in its group is its multi-index on `A`, the first
+    axis of `A` most significant. The arguments and results of `@main` carry
+    `dist.sharding = {dims = [[axes of dim 0], ...], partial = [axes]}`: the
+    logical tensor is split into equal chunks along each dim over its axes
+    (in the order listed, the first most significant) and summed over the
+    partial axes.
+  }];
+  let usePropertiesForAttributes = 0;
+}
+
+class Dist_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Dist_Dialect, mnemonic, traits>;
+
+def Dist_AxesAttr : TypedArrayAttrBase<StrAttr, "mesh axis names">;
+
+/// Collectives communicate: they are not Pure, so nothing moves or drops
+/// them, and every rank runs each one in program order.
+class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Dist_Op<mnemonic, traits> {
+  let results = (outs AnyRankedTensor:$result);
+  let hasVerifier = 1;
+}
+
+def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "sum over the group; every member gets the sum";
+  let description = [{
+    `phase` (forward, backward, optimizer) and `origin` (the tensor it
+    serves) are for the compile report.
+
+    ```mlir
+    %s = dist.all_reduce %g axes ["dp"] : tensor<32x50xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
+                   OptionalAttr<StrAttr>:$phase, OptionalAttr<StrAttr>:$origin);
+  let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
+}
+
+def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
+  let summary = "concatenate the members' tensors along a dim, in group order";
+  let description = [{
+    ```mlir
+    %w = dist.all_gather %shard axes ["dp"] dim 0 : tensor<16x50xf32> -> tensor<32x50xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
+                   I64Attr:$dim, OptionalAttr<StrAttr>:$phase,
+                   OptionalAttr<StrAttr>:$origin);
+  let assemblyFormat = "$input `axes` $axes `dim` $dim attr-dict `:` "
+                       "type($input) `->` type($result)";
+}
+
+def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
+  let summary = "sum over the group, member i keeps chunk i along a dim";
+  let description = [{
+    ```mlir
+    %g = dist.reduce_scatter %full axes ["dp"] dim 0 : tensor<32x50xf32> -> tensor<16x50xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
+                   I64Attr:$dim, OptionalAttr<StrAttr>:$phase,
+                   OptionalAttr<StrAttr>:$origin);
+  let assemblyFormat = "$input `axes` $axes `dim` $dim attr-dict `:` "
+                       "type($input) `->` type($result)";
+}
+
+def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
+  let summary = "split along one dim, exchange, concatenate along another";
+  let description = [{
+    Member j splits its tensor into g chunks along `split_dim` and sends
+    chunk i to member i, which concatenates what it receives along
+    `concat_dim` in member order: a reshard from S(concat_dim) to
+    S(split_dim).
+
+    ```mlir
+    %y = dist.all_to_all %x axes ["tp"] split_dim 1 concat_dim 0 : tensor<4x8xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
+                   I64Attr:$split_dim, I64Attr:$concat_dim,
+                   OptionalAttr<StrAttr>:$phase, OptionalAttr<StrAttr>:$origin);
+  let assemblyFormat = "$input `axes` $axes `split_dim` $split_dim "
+                       "`concat_dim` $concat_dim attr-dict `:` type($input) "
+                       "`->` type($result)";
+}
+
+def Dist_LocalSliceOp : Dist_Op<"local_slice", [Pure]> {
+  let summary = "this rank's chunk along a dim (a reshard R -> S, no traffic)";
+  let description = [{
+    The input is the same on every member of the group; member i keeps
+    chunk i of g equal chunks along `dim`.
+
+    ```mlir
+    %s = dist.local_slice %w axes ["dp"] dim 0 : tensor<32x50xf32> -> tensor<16x50xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
+                   I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `axes` $axes `dim` $dim attr-dict `:` "
+                       "type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // SPMDC_DIALECT_DIST_IR_DISTOPS_TD

@@ -1,0 +1,104 @@
+//===- DistDialect.cpp - the dist dialect and its verifiers ---------------===//
+
+#include "spmdc/Dialect/Dist/IR/Dist.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace spmdc::dist;
+
+#include "spmdc/Dialect/Dist/IR/DistOpsDialect.cpp.inc"
+
+void DistDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "spmdc/Dialect/Dist/IR/DistOps.cpp.inc"
+      >();
+}
+
+/// The group size of `axes` in the op's mesh, or failure with an error.
+static FailureOr<int64_t> groupSizeOf(Operation *op, ArrayAttr axes) {
+  FailureOr<Mesh> mesh = Mesh::of(op);
+  if (failed(mesh))
+    return failure();
+  auto indices = mesh->axisIndices(axes);
+  if (failed(indices) || indices->empty())
+    return op->emitOpError("needs a non-empty list of mesh axes, got ")
+           << axes;
+  return mesh->groupSize(*indices);
+}
+
+/// Checks `result` = `input` with dim `dim` multiplied (or divided, when
+/// `grows` is false) by the group size.
+static LogicalResult verifyResize(Operation *op, ArrayAttr axes, int64_t dim,
+                                  RankedTensorType input,
+                                  RankedTensorType result, bool grows) {
+  FailureOr<int64_t> group = groupSizeOf(op, axes);
+  if (failed(group))
+    return failure();
+  if (input.getElementType() != result.getElementType() ||
+      input.getRank() != result.getRank())
+    return op->emitOpError("changes the rank or element type");
+  if (dim < 0 || dim >= input.getRank())
+    return op->emitOpError("dim ") << dim << " is out of range";
+  for (int64_t i = 0; i < input.getRank(); ++i) {
+    int64_t in = input.getDimSize(i), out = result.getDimSize(i);
+    bool ok = i != dim ? in == out
+                       : (grows ? out == in * *group : in == out * *group);
+    if (!ok)
+      return op->emitOpError("expects dim ")
+             << i << " to be " << (i != dim ? "unchanged" : grows ? "multiplied" : "divided")
+             << (i != dim ? "" : " by the group size ")
+             << (i != dim ? "" : std::to_string(*group)) << ", got " << in
+             << " -> " << out;
+  }
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (failed(groupSizeOf(*this, getAxes())))
+    return failure();
+  if (getInput().getType() != getType())
+    return emitOpError("changes the type");
+  return success();
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyResize(*this, getAxes(), getDim(), getInput().getType(),
+                      getType(), /*grows=*/true);
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyResize(*this, getAxes(), getDim(), getInput().getType(),
+                      getType(), /*grows=*/false);
+}
+
+LogicalResult LocalSliceOp::verify() {
+  return verifyResize(*this, getAxes(), getDim(), getInput().getType(),
+                      getType(), /*grows=*/false);
+}
+
+LogicalResult AllToAllOp::verify() {
+  FailureOr<int64_t> group = groupSizeOf(*this, getAxes());
+  if (failed(group))
+    return failure();
+  RankedTensorType in = getInput().getType(), out = getType();
+  int64_t split = getSplitDim(), concat = getConcatDim();
+  if (split < 0 || split >= in.getRank() || concat < 0 ||
+      concat >= in.getRank() || split == concat)
+    return emitOpError("needs two different dims in range");
+  SmallVector<int64_t> expected(in.getShape());
+  if (expected[split] % *group != 0)
+    return emitOpError("split dim does not divide by the group size");
+  expected[split] /= *group;
+  expected[concat] *= *group;
+  if (out.getShape() != ArrayRef<int64_t>(expected) ||
+      out.getElementType() != in.getElementType())
+    return emitOpError("result type does not match the exchange");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "spmdc/Dialect/Dist/IR/DistOps.cpp.inc"

@@ -1,0 +1,229 @@
+//===- Mesh.cpp - mesh groups and tensor shardings ------------------------===//
+
+#include "spmdc/Dialect/Dist/IR/Dist.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace spmdc::dist {
+
+int64_t Mesh::numRanks() const {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+int Mesh::axisIndex(StringRef name) const {
+  for (auto [i, axis] : llvm::enumerate(axes))
+    if (axis == name)
+      return i;
+  return -1;
+}
+
+SmallVector<int64_t> Mesh::coordinates(int64_t rank) const {
+  SmallVector<int64_t> coords(shape.size());
+  for (int i = shape.size() - 1; i >= 0; --i) {
+    coords[i] = rank % shape[i];
+    rank /= shape[i];
+  }
+  return coords;
+}
+
+int64_t Mesh::rankAt(ArrayRef<int64_t> coords) const {
+  int64_t rank = 0;
+  for (auto [c, s] : llvm::zip(coords, shape))
+    rank = rank * s + c;
+  return rank;
+}
+
+int64_t Mesh::groupSize(ArrayRef<int> groupAxes) const {
+  int64_t size = 1;
+  for (int a : groupAxes)
+    size *= shape[a];
+  return size;
+}
+
+int64_t Mesh::groupIndex(int64_t rank, ArrayRef<int> groupAxes) const {
+  SmallVector<int64_t> coords = coordinates(rank);
+  int64_t index = 0;
+  for (int a : groupAxes)
+    index = index * shape[a] + coords[a];
+  return index;
+}
+
+SmallVector<int64_t> Mesh::groupMembers(int64_t rank,
+                                        ArrayRef<int> groupAxes) const {
+  SmallVector<int64_t> coords = coordinates(rank);
+  SmallVector<int64_t> members;
+  int64_t size = groupSize(groupAxes);
+  for (int64_t index = 0; index < size; ++index) {
+    int64_t rest = index;
+    for (int i = groupAxes.size() - 1; i >= 0; --i) {
+      coords[groupAxes[i]] = rest % shape[groupAxes[i]];
+      rest /= shape[groupAxes[i]];
+    }
+    members.push_back(rankAt(coords));
+  }
+  return members;
+}
+
+FailureOr<SmallVector<int>> Mesh::axisIndices(ArrayAttr names) const {
+  SmallVector<int> indices;
+  for (Attribute name : names) {
+    auto str = llvm::dyn_cast<StringAttr>(name);
+    int index = str ? axisIndex(str.getValue()) : -1;
+    if (index < 0)
+      return failure();
+    indices.push_back(index);
+  }
+  return indices;
+}
+
+ArrayAttr Mesh::axisNames(MLIRContext *context, ArrayRef<int> indices) const {
+  Builder b(context);
+  SmallVector<Attribute> names;
+  for (int i : indices)
+    names.push_back(b.getStringAttr(axes[i]));
+  return b.getArrayAttr(names);
+}
+
+DictionaryAttr Mesh::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  SmallVector<Attribute> names;
+  for (const std::string &axis : axes)
+    names.push_back(b.getStringAttr(axis));
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("axes", b.getArrayAttr(names)),
+       b.getNamedAttr("shape", b.getDenseI64ArrayAttr(shape))});
+}
+
+FailureOr<Mesh> Mesh::of(Operation *op) {
+  auto module = llvm::isa<ModuleOp>(op) ? llvm::cast<ModuleOp>(op)
+                                        : op->getParentOfType<ModuleOp>();
+  DictionaryAttr attr =
+      module ? module->getAttrOfType<DictionaryAttr>(kMeshAttr) : nullptr;
+  auto axes = attr ? attr.getAs<ArrayAttr>("axes") : nullptr;
+  auto shape = attr ? attr.getAs<DenseI64ArrayAttr>("shape") : nullptr;
+  if (!axes || !shape || axes.size() != shape.size())
+    return op->emitError() << "needs a module attribute '" << kMeshAttr
+                           << "' = {axes = [...], shape = [...]}";
+  Mesh mesh;
+  for (Attribute axis : axes) {
+    auto name = llvm::dyn_cast<StringAttr>(axis);
+    if (!name)
+      return op->emitError("mesh axes must be strings");
+    mesh.axes.push_back(name.str());
+  }
+  for (int64_t s : shape.asArrayRef()) {
+    if (s < 1)
+      return op->emitError("mesh sizes must be positive");
+    mesh.shape.push_back(s);
+  }
+  return mesh;
+}
+
+TensorSharding TensorSharding::replicated(int64_t rank) {
+  TensorSharding s;
+  s.dims.resize(rank);
+  return s;
+}
+
+bool TensorSharding::isReplicated() const {
+  return partial.empty() &&
+         llvm::all_of(dims, [](const auto &d) { return d.empty(); });
+}
+
+SmallVector<int> TensorSharding::shardedAxes() const {
+  SmallVector<int> axes;
+  for (const auto &d : dims)
+    axes.append(d.begin(), d.end());
+  return axes;
+}
+
+FailureOr<SmallVector<int64_t>>
+TensorSharding::localShape(ArrayRef<int64_t> logical, const Mesh &mesh) const {
+  SmallVector<int64_t> local(logical);
+  for (auto [i, axes] : llvm::enumerate(dims)) {
+    int64_t parts = mesh.groupSize(axes);
+    if (local[i] % parts != 0)
+      return failure();
+    local[i] /= parts;
+  }
+  return local;
+}
+
+void TensorSharding::blockOf(int64_t rank, ArrayRef<int64_t> logical,
+                             const Mesh &mesh,
+                             SmallVectorImpl<int64_t> &offsets,
+                             SmallVectorImpl<int64_t> &sizes) const {
+  offsets.assign(logical.size(), 0);
+  sizes.assign(logical.begin(), logical.end());
+  for (auto [i, axes] : llvm::enumerate(dims)) {
+    int64_t parts = mesh.groupSize(axes);
+    sizes[i] = logical[i] / parts;
+    offsets[i] = mesh.groupIndex(rank, axes) * sizes[i];
+  }
+}
+
+std::string TensorSharding::str(const Mesh &mesh) const {
+  std::string s = "[";
+  for (auto [i, axes] : llvm::enumerate(dims)) {
+    if (i)
+      s += ", ";
+    if (axes.empty()) {
+      s += "R";
+      continue;
+    }
+    s += "S(";
+    for (auto [j, a] : llvm::enumerate(axes))
+      s += (j ? "," : "") + mesh.axes[a];
+    s += ")";
+  }
+  s += "]";
+  if (!partial.empty()) {
+    s += " P(";
+    for (auto [j, a] : llvm::enumerate(partial))
+      s += (j ? "," : "") + mesh.axes[a];
+    s += ")";
+  }
+  return s;
+}
+
+DictionaryAttr TensorSharding::toAttr(MLIRContext *context,
+                                      const Mesh &mesh) const {
+  Builder b(context);
+  SmallVector<Attribute> dimAttrs;
+  for (const auto &axes : dims)
+    dimAttrs.push_back(mesh.axisNames(context, axes));
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("dims", b.getArrayAttr(dimAttrs)),
+       b.getNamedAttr("partial", mesh.axisNames(context, partial))});
+}
+
+FailureOr<TensorSharding> TensorSharding::fromAttr(DictionaryAttr attr,
+                                                   const Mesh &mesh,
+                                                   int64_t rank) {
+  auto dims = attr ? attr.getAs<ArrayAttr>("dims") : nullptr;
+  auto partial = attr ? attr.getAs<ArrayAttr>("partial") : nullptr;
+  if (!dims || !partial || static_cast<int64_t>(dims.size()) != rank)
+    return failure();
+  TensorSharding s;
+  for (Attribute d : dims) {
+    auto names = llvm::dyn_cast<ArrayAttr>(d);
+    if (!names)
+      return failure();
+    auto indices = mesh.axisIndices(names);
+    if (failed(indices))
+      return failure();
+    s.dims.push_back(*indices);
+  }
+  auto indices = mesh.axisIndices(partial);
+  if (failed(indices))
+    return failure();
+  s.partial = *indices;
+  return s;
+}
+
+} // namespace spmdc::dist
