@@ -9,6 +9,7 @@
 #define SPMDC_INITALL_H
 
 #include "spmdc/Dialect/Dist/IR/Dist.h"
+#include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
 
@@ -30,6 +31,7 @@ inline void registerAllPasses() {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   tg::registerTensorGraphPasses();
+  dist::registerDistPasses();
 }
 
 } // namespace spmdc

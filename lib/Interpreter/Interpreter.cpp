@@ -164,8 +164,8 @@ SPMDInterpreter::run(func::FuncOp fn,
                             << " arguments, got " << arguments.size();
     for (auto [arg, tensor] : llvm::zip(body.getArguments(), arguments)) {
       if (shapeOf(arg) != tensor.shape)
-        return fn.emitError() << "argument #" << arg.getArgNumber()
-                              << " has the wrong shape";
+        return fn.emitError()
+               << "argument #" << arg.getArgNumber() << " has the wrong shape";
       values[rank][arg] = std::move(tensor);
     }
   }
@@ -251,16 +251,14 @@ SPMDInterpreter::collective(Operation *op, ArrayRef<ValueMap> values) {
   auto axesOf = [&](ArrayAttr names) -> FailureOr<SmallVector<int>> {
     FailureOr<SmallVector<int>> axes = mesh.axisIndices(names);
     if (failed(axes))
-      return op->emitError() << "names axes " << names
-                             << " that the interpreter's mesh (of "
-                             << numRanks() << " rank"
-                             << (numRanks() == 1 ? "" : "s")
-                             << ") does not have";
+      return op->emitError()
+             << "names axes " << names << " that the interpreter's mesh (of "
+             << numRanks() << " rank" << (numRanks() == 1 ? "" : "s")
+             << ") does not have";
     return axes;
   };
   // The inputs of `rank`'s group, in group order, and `rank`'s index in it.
-  auto groupInputs = [&](int64_t rank, ArrayRef<int> axes,
-                         int64_t &index) {
+  auto groupInputs = [&](int64_t rank, ArrayRef<int> axes, int64_t &index) {
     SmallVector<const Tensor *> inputs;
     for (int64_t member : mesh.groupMembers(rank, axes))
       inputs.push_back(&values[member].find(input)->second);
@@ -268,10 +266,10 @@ SPMDInterpreter::collective(Operation *op, ArrayRef<ValueMap> values) {
     return inputs;
   };
   // `fn(group inputs, index)` for every rank.
-  auto perRank = [&](ArrayAttr names,
-                     llvm::function_ref<Tensor(ArrayRef<const Tensor *>,
-                                               int64_t)>
-                         fn) -> FailureOr<std::vector<Tensor>> {
+  auto perRank =
+      [&](ArrayAttr names,
+          llvm::function_ref<Tensor(ArrayRef<const Tensor *>, int64_t)> fn)
+      -> FailureOr<std::vector<Tensor>> {
     FailureOr<SmallVector<int>> axes = axesOf(names);
     if (failed(axes))
       return failure();
@@ -292,13 +290,12 @@ SPMDInterpreter::collective(Operation *op, ArrayRef<ValueMap> values) {
       })
       .Case([&](dist::AllGatherOp o) {
         int64_t dim = o.getDim();
-        return perRank(o.getAxes(),
-                       [&](ArrayRef<const Tensor *> in, int64_t) {
-                         std::vector<Tensor> parts;
-                         for (const Tensor *t : in)
-                           parts.push_back(*t);
-                         return concat(parts, dim);
-                       });
+        return perRank(o.getAxes(), [&](ArrayRef<const Tensor *> in, int64_t) {
+          std::vector<Tensor> parts;
+          for (const Tensor *t : in)
+            parts.push_back(*t);
+          return concat(parts, dim);
+        });
       })
       .Case([&](dist::ReduceScatterOp o) {
         int64_t dim = o.getDim();

@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - the stages of spmdc as one pass pipeline ------------===//
 
 #include "spmdc/Pipeline/Pipeline.h"
+#include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -43,10 +44,10 @@ llvm::StringRef stageName(Stage stage) {
 }
 
 LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  if (options.emit > Stage::Partition) {
+  if (options.emit > Stage::Shard) {
     llvm::errs() << "spmdc: error: --emit=" << stageName(options.emit)
                  << " is not available yet: this build implements the "
-                    "stages up to 'partition'\n";
+                    "stages up to 'shard'\n";
     return failure();
   }
   if (options.emit >= Stage::Decompose)
@@ -76,6 +77,8 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     partition.policy = options.partition;
     pm.addPass(tg::createTgPartition(partition));
   }
+  if (options.emit >= Stage::Shard && options.spec)
+    pm.addPass(dist::createDistShardPass(*options.spec));
   return success();
 }
 

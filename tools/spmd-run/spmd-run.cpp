@@ -1,14 +1,17 @@
 //===- spmd-run.cpp - run a training step for K steps ---------------------===//
 //
 // Builds the logical inputs of a graph (from safetensors files or the
-// deterministic initialisation), runs the step K times feeding updated
-// parameters and optimizer state back by name, prints `step K loss X` on
-// stdout and optionally saves the parameters.
+// deterministic initialisation) and gives each rank its block of them (per
+// the argument's dist.sharding, on the module's dist.mesh), runs the step K
+// times on all ranks feeding updated parameters and optimizer state back by
+// name, prints `step K loss X` on stdout and optionally saves the logical
+// parameters and outputs, assembled from the ranks' blocks.
 //
 //===----------------------------------------------------------------------===//
 
 #include "RunOptions.h"
 
+#include "spmdc/Dialect/Dist/IR/Dist.h"
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/InitAll.h"
 #include "spmdc/Interpreter/Interpreter.h"
@@ -26,9 +29,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstdio>
 
 using namespace mlir;
+using spmdc::interp::Shape;
 using spmdc::interp::Tensor;
 
 namespace {
@@ -142,6 +147,157 @@ private:
   std::unique_ptr<spmdc::rt::SafeTensorsReader> params, data;
 };
 
+/// A value's sharding over the mesh and the logical type it is a block of.
+struct Sharded {
+  spmdc::dist::TensorSharding sharding;
+  RankedTensorType logicalType;
+};
+
+/// Reads an argument's or result's `dist.sharding` (absent: replicated);
+/// nullopt with `error` set when it is malformed.
+std::optional<Sharded> readSharding(DictionaryAttr attr,
+                                    const spmdc::tg::GraphValueInfo &info,
+                                    const std::string &what,
+                                    const spmdc::dist::Mesh &mesh, bool hasMesh,
+                                    std::string &error) {
+  std::string place = what + " '" + info.name + "'";
+  RankedTensorType local = info.type;
+  if (!attr)
+    return Sharded{spmdc::dist::TensorSharding::replicated(local.getRank()),
+                   local};
+  auto describeAttr = [&] {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << attr;
+    return text;
+  };
+  if (!hasMesh) {
+    error = place + " has a '" + spmdc::dist::kShardingAttr.str() +
+            "' but the module has no '" + spmdc::dist::kMeshAttr.str() + "'";
+    return std::nullopt;
+  }
+  FailureOr<spmdc::dist::TensorSharding> sharding =
+      spmdc::dist::TensorSharding::fromAttr(attr, mesh, local.getRank());
+  if (failed(sharding)) {
+    error = place + " has a malformed '" + spmdc::dist::kShardingAttr.str() +
+            "' " + describeAttr() +
+            ": expected {dims = [[mesh axes], ...] (one list per dim), "
+            "partial = [mesh axes]}";
+    return std::nullopt;
+  }
+  llvm::SmallVector<int> used = sharding->shardedAxes();
+  used.append(sharding->partial.begin(), sharding->partial.end());
+  llvm::SmallVector<bool> seen(mesh.axes.size(), false);
+  for (int axis : used) {
+    if (seen[axis]) {
+      error = place + " uses mesh axis '" + mesh.axes[axis] +
+              "' twice in its sharding " + sharding->str(mesh);
+      return std::nullopt;
+    }
+    seen[axis] = true;
+  }
+  llvm::SmallVector<int64_t> shape(local.getShape());
+  for (auto [size, axes] : llvm::zip(shape, sharding->dims))
+    size *= mesh.groupSize(axes);
+  return Sharded{*sharding,
+                 RankedTensorType::get(shape, local.getElementType())};
+}
+
+/// e.g. "tensor<4x2xf32> [S(dp), R]".
+std::string describe(RankedTensorType type, const Sharded &sharded,
+                     const spmdc::dist::Mesh &mesh) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type << " " << sharded.sharding.str(mesh);
+  return text;
+}
+
+/// Rank `rank`'s block of a logical tensor.
+Tensor blockOf(const Tensor &logical,
+               const spmdc::dist::TensorSharding &sharding, int64_t rank,
+               const spmdc::dist::Mesh &mesh) {
+  llvm::SmallVector<int64_t> offsets, sizes;
+  sharding.blockOf(rank, logical.shape, mesh, offsets, sizes);
+  Tensor block = logical;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != logical.shape[d])
+      block =
+          spmdc::interp::slice(block, d, offsets[d], offsets[d] + sizes[d], 1);
+  return block;
+}
+
+/// Adds `block` into `logical` at `offsets`.
+void addBlock(Tensor &logical, const Tensor &block,
+              llvm::ArrayRef<int64_t> offsets) {
+  std::vector<int64_t> strides = spmdc::interp::stridesOf(logical.shape);
+  std::vector<int64_t> index(block.shape.size(), 0);
+  for (int64_t i = 0; i < block.numel(); ++i) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      flat += (offsets[d] + index[d]) * strides[d];
+    logical.data[flat] += block.data[i];
+    for (int d = static_cast<int>(index.size()) - 1; d >= 0; --d) {
+      if (++index[d] < block.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+bool sameValues(const Tensor &a, const Tensor &b) {
+  if (a.shape != b.shape)
+    return false;
+  for (size_t i = 0; i < a.data.size(); ++i)
+    if (a.data[i] != b.data[i] &&
+        !(std::isnan(a.data[i]) && std::isnan(b.data[i])))
+      return false;
+  return true;
+}
+
+/// The logical tensor of value `index` of each rank's values: each block
+/// from the first rank holding it, summed over the partial axes (each member
+/// of a partial group holds a summand). Warns if a replica differs.
+Tensor assemble(const std::vector<std::vector<Tensor>> &perRank, size_t index,
+                const Sharded &sharded, const spmdc::dist::Mesh &mesh, bool f64,
+                const std::string &label) {
+  const spmdc::dist::TensorSharding &sharding = sharded.sharding;
+  Shape shape(sharded.logicalType.getShape().begin(),
+              sharded.logicalType.getShape().end());
+  Tensor logical(shape);
+  llvm::SmallVector<bool> involved(mesh.axes.size(), false);
+  for (int axis : sharding.shardedAxes())
+    involved[axis] = true;
+  for (int axis : sharding.partial)
+    involved[axis] = true;
+  bool warned = false;
+  for (int64_t rank = 0; rank < mesh.numRanks(); ++rank) {
+    // The first rank holding the same block (and summand) as `rank`.
+    llvm::SmallVector<int64_t> coords = mesh.coordinates(rank);
+    for (size_t axis = 0; axis < coords.size(); ++axis)
+      if (!involved[axis])
+        coords[axis] = 0;
+    int64_t first = mesh.rankAt(coords);
+    const Tensor &block = perRank[rank][index];
+    if (first != rank) {
+      if (!warned && !sameValues(block, perRank[first][index])) {
+        spdlog::warn("{}: rank {} holds a different value than rank {}, "
+                     "which should be its replica",
+                     label, rank, first);
+        warned = true;
+      }
+      continue;
+    }
+    llvm::SmallVector<int64_t> offsets, sizes;
+    sharding.blockOf(rank, shape, mesh, offsets, sizes);
+    addBlock(logical, block, offsets);
+  }
+  Type element = sharded.logicalType.getElementType();
+  if (!sharding.partial.empty() && (!f64 || !llvm::isa<FloatType>(element)))
+    for (double &v : logical.data)
+      v = spmdc::interp::roundToElementType(v, element);
+  return logical;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -175,34 +331,78 @@ int main(int argc, char **argv) {
   func::FuncOp entry = spmdc::tg::getEntryFunction(*module);
   spmdc::tg::annotateIndexBounds(entry);
 
-  if (options.nranks != 1)
-    return fail("this program has no device mesh (it was not sharded), so "
-                "it runs on one rank; use --nranks 1");
-
   std::vector<spmdc::tg::GraphValueInfo> argInfos =
       spmdc::tg::getArgumentInfos(entry);
   std::vector<spmdc::tg::GraphValueInfo> resultInfos =
       spmdc::tg::getResultInfos(entry);
 
+  // The mesh: the program's, or one rank of no axes.
+  spmdc::dist::Mesh mesh;
+  bool sharded = (*module)->hasAttr(spmdc::dist::kMeshAttr);
+  if (sharded) {
+    FailureOr<spmdc::dist::Mesh> programMesh = spmdc::dist::Mesh::of(*module);
+    if (failed(programMesh))
+      return 1;
+    mesh = *programMesh;
+    if (mesh.numRanks() != options.nranks)
+      return fail("the program's mesh has " + std::to_string(mesh.numRanks()) +
+                  " ranks but --nranks is " + std::to_string(options.nranks));
+  } else if (options.nranks != 1) {
+    return fail("this program has no device mesh (it was not sharded), so "
+                "it runs on one rank; use --nranks 1");
+  }
+  int64_t numRanks = mesh.numRanks();
+
+  // Each argument's and result's sharding and logical type.
+  std::vector<Sharded> argShardings, resultShardings;
+  for (size_t i = 0; i < argInfos.size(); ++i) {
+    auto sharding = readSharding(
+        entry.getArgAttrOfType<DictionaryAttr>(i, spmdc::dist::kShardingAttr),
+        argInfos[i], "argument", mesh, sharded, errorMessage);
+    if (!sharding)
+      return fail(errorMessage);
+    if (!sharding->sharding.partial.empty())
+      return fail("argument '" + argInfos[i].name + "' is partial (" +
+                  sharding->sharding.str(mesh) +
+                  "): an input must be replicated or sharded");
+    argShardings.push_back(std::move(*sharding));
+  }
+  for (size_t i = 0; i < resultInfos.size(); ++i) {
+    auto sharding =
+        readSharding(entry.getResultAttrOfType<DictionaryAttr>(
+                         i, spmdc::dist::kShardingAttr),
+                     resultInfos[i], "result", mesh, sharded, errorMessage);
+    if (!sharding)
+      return fail(errorMessage);
+    resultShardings.push_back(std::move(*sharding));
+  }
+
   if (!options.saveOutputs.empty() && options.steps == 0)
     return fail("--save-outputs needs at least one step");
 
+  // The logical inputs, then each rank's block of them.
   InputBuilder inputs(options);
   if (!inputs.openFiles(errorMessage))
     return fail(errorMessage);
-  std::vector<Tensor> args(argInfos.size());
+  std::vector<std::vector<Tensor>> args(numRanks,
+                                        std::vector<Tensor>(argInfos.size()));
   for (size_t i = 0; i < argInfos.size(); ++i) {
-    if (!inputs.build(argInfos[i], args[i], errorMessage))
+    spmdc::tg::GraphValueInfo logicalInfo = argInfos[i];
+    logicalInfo.type = argShardings[i].logicalType;
+    Tensor logical;
+    if (!inputs.build(logicalInfo, logical, errorMessage))
       return fail(errorMessage);
     // An f32 argument holds f32 values, whatever the file or init gave.
     if (!options.f64)
-      for (double &v : args[i].data)
+      for (double &v : logical.data)
         v = spmdc::interp::roundToElementType(
             v, argInfos[i].type.getElementType());
+    for (int64_t rank = 0; rank < numRanks; ++rank)
+      args[rank][i] = blockOf(logical, argShardings[i].sharding, rank, mesh);
   }
 
   // Results that feed the next step: updated parameters and optimizer state
-  // go back to the argument of the same role and name.
+  // go back to the argument of the same role and name, on each rank.
   std::vector<std::pair<size_t, size_t>> feedback;
   std::optional<size_t> lossIndex;
   for (size_t r = 0; r < resultInfos.size(); ++r) {
@@ -211,28 +411,40 @@ int main(int argc, char **argv) {
     for (size_t a = 0; a < argInfos.size(); ++a)
       if ((resultInfos[r].role == "param" || resultInfos[r].role == "state") &&
           argInfos[a].role == resultInfos[r].role &&
-          argInfos[a].name == resultInfos[r].name)
+          argInfos[a].name == resultInfos[r].name) {
+        if (resultShardings[r].sharding != argShardings[a].sharding ||
+            resultInfos[r].type != argInfos[a].type)
+          return fail(resultInfos[r].role + " '" + resultInfos[r].name +
+                      "' comes back as " +
+                      describe(resultInfos[r].type, resultShardings[r], mesh) +
+                      " but goes in as " +
+                      describe(argInfos[a].type, argShardings[a], mesh));
         feedback.emplace_back(r, a);
+      }
   }
 
   spmdc::interp::InterpreterOptions interpreterOptions;
   interpreterOptions.f64 = options.f64;
-  std::vector<Tensor> lastOutputs(resultInfos.size());
+  std::vector<std::vector<Tensor>> lastOutputs;
   for (int step = 1; step <= options.steps; ++step) {
-    auto results = spmdc::interp::runFunction(entry, args, interpreterOptions);
+    auto results =
+        spmdc::interp::runFunctionSPMD(entry, args, mesh, interpreterOptions);
     if (failed(results))
       return fail("step " + std::to_string(step) + " failed");
-    if (lossIndex)
-      std::printf("step %d loss %.9g\n", step,
-                  (*results)[*lossIndex].data.front());
+    if (lossIndex) {
+      Tensor loss = assemble(*results, *lossIndex, resultShardings[*lossIndex],
+                             mesh, options.f64, "the loss");
+      std::printf("step %d loss %.9g\n", step, loss.data.front());
+    }
     std::fflush(stdout);
-    for (auto [r, a] : feedback)
-      args[a] = (*results)[r];
+    for (int64_t rank = 0; rank < numRanks; ++rank)
+      for (auto [r, a] : feedback)
+        args[rank][a] = (*results)[rank][r];
     lastOutputs = std::move(*results);
   }
 
   // Files keep each tensor's dtype, except that --f64 values keep their
-  // digits.
+  // digits; each holds the logical tensor, assembled from the ranks' blocks.
   auto savedDType = [&](Type element) {
     return options.f64 && llvm::isa<FloatType>(element)
                ? spmdc::rt::DType::F64
@@ -241,10 +453,13 @@ int main(int argc, char **argv) {
   if (!options.saveParams.empty()) {
     std::vector<spmdc::rt::NamedTensor> saved;
     for (size_t a = 0; a < argInfos.size(); ++a)
-      if (argInfos[a].role == "param")
+      if (argInfos[a].role == "param") {
+        Tensor logical = assemble(args, a, argShardings[a], mesh, options.f64,
+                                  "param '" + argInfos[a].name + "'");
         saved.push_back({argInfos[a].name,
                          savedDType(argInfos[a].type.getElementType()),
-                         args[a].shape, args[a].data});
+                         logical.shape, logical.data});
+      }
     if (!spmdc::rt::writeSafeTensors(options.saveParams, saved, errorMessage))
       return fail(errorMessage);
     spdlog::info("saved {} parameters to {}", saved.size(), options.saveParams);
@@ -252,10 +467,14 @@ int main(int argc, char **argv) {
   if (!options.saveOutputs.empty()) {
     std::vector<spmdc::rt::NamedTensor> saved;
     for (size_t r = 0; r < resultInfos.size(); ++r)
-      if (resultInfos[r].role != "param" && resultInfos[r].role != "state")
+      if (resultInfos[r].role != "param" && resultInfos[r].role != "state") {
+        Tensor logical =
+            assemble(lastOutputs, r, resultShardings[r], mesh, options.f64,
+                     resultInfos[r].role + " '" + resultInfos[r].name + "'");
         saved.push_back({resultInfos[r].role + "/" + resultInfos[r].name,
                          savedDType(resultInfos[r].type.getElementType()),
-                         lastOutputs[r].shape, lastOutputs[r].data});
+                         logical.shape, logical.data});
+      }
     if (!spmdc::rt::writeSafeTensors(options.saveOutputs, saved, errorMessage))
       return fail(errorMessage);
   }

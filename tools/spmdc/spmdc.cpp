@@ -82,6 +82,7 @@ int main(int argc, char **argv) {
         spmdc::readShardSpec(options.shardSpec, context);
     if (!spec)
       return 1;
+    pipeline.spec = spec;
     if (spec->optimizer)
       optimizer.name = *spec->optimizer;
     auto setting = [&](const char *key) -> std::optional<double> {

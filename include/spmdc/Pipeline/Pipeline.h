@@ -8,6 +8,8 @@
 #ifndef SPMDC_PIPELINE_PIPELINE_H
 #define SPMDC_PIPELINE_PIPELINE_H
 
+#include "spmdc/Sharding/ShardSpec.h"
+
 #include "mlir/Pass/PassManager.h"
 
 #include <optional>
@@ -31,6 +33,8 @@ struct PipelineOptions {
   OptimizerOptions optimizer;
   /// save-all or min-cut.
   std::string partition = "min-cut";
+  /// The shard spec; absent: one rank, no sharding.
+  std::optional<ShardSpec> spec;
 };
 
 /// Adds the passes of the stages up to `options.emit` to `pm`; failure (with

@@ -18,6 +18,42 @@
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphOpsDialect.h.inc"
 
+namespace spmdc::tg {
+
+/// An op's dims as shared factors (see ShardingRuleOpInterface).
+struct ShardingRule {
+  /// The size of each factor.
+  llvm::SmallVector<int64_t> factorSizes;
+  /// Per operand, per dim: the factors the dim spans, major first; empty for
+  /// a broadcast dim of size 1.
+  llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int>>> operands;
+  /// Per result dim: the factors it spans.
+  llvm::SmallVector<llvm::SmallVector<int>> result;
+  /// Factors that must not be sharded (a sliced dim, a max-reduced dim).
+  llvm::SmallVector<bool> replicatedOnly;
+  /// How partial sums pass: None (never), Each (the result is linear in
+  /// each operand separately: at most one partial operand), All (linear in
+  /// all together: every operand partial alike, as in add).
+  enum class Partial { None, Each, All } partial = Partial::None;
+  /// With Partial::Each: the operands the result is linear in.
+  llvm::SmallVector<bool> linearIn;
+
+  /// A new factor of `size`.
+  int addFactor(int64_t size, bool replicatedOnly = false);
+  /// True if `factor` is a contraction (not in the result).
+  bool isContraction(int factor) const;
+};
+
+/// Rules shared by op families: elementwise with broadcasting (partial sums
+/// pass through add, sub, neg, mul and div), reductions over `dims`, and
+/// everything replicated.
+ShardingRule elementwiseShardingRule(mlir::Operation *op);
+ShardingRule reductionShardingRule(mlir::Operation *op,
+                                   llvm::ArrayRef<int64_t> dims, bool keepDim);
+ShardingRule replicatedShardingRule(mlir::Operation *op);
+
+} // namespace spmdc::tg
+
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphInterfaces.h.inc"
 
 #define GET_OP_CLASSES

@@ -30,4 +30,18 @@ def TG_VJPOpInterface : OpInterface<"VJPOpInterface"> {
   ];
 }
 
+def TG_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::spmdc::tg";
+  let description = [{
+    How an op's dims map to shared factors, einsum-style (as in Shardy):
+    sharding a factor shards every dim that spans it; a factor the result
+    lacks is a contraction, whose sharding leaves a partial sum. The shard
+    pass propagates shardings and plans collectives from these rules alone.
+  }];
+  let methods = [
+    InterfaceMethod<"Returns the op's sharding rule.",
+      "::spmdc::tg::ShardingRule", "getShardingRule", (ins)>,
+  ];
+}
+
 #endif // SPMDC_DIALECT_TENSORGRAPH_IR_TENSORGRAPHINTERFACES_TD

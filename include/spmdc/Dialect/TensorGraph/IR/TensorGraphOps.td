@@ -67,8 +67,11 @@ def TG_BoolTensor : StaticShapeTensorOf<[I1]>;
 // Base classes
 //===----------------------------------------------------------------------===//
 
+/// Every op states its sharding rule (ShardingRules.cpp, or the base
+/// classes below for the elementwise, binary and reduction families).
 class TG_Op<string mnemonic, list<Trait> traits = []>
-    : Op<TensorGraph_Dialect, mnemonic, traits>;
+    : Op<TensorGraph_Dialect, mnemonic, !listconcat(traits,
+          [DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>])>;
 
 /// Ops whose result type follows from operands and attributes; the C++
 /// `inferReturnTypes` is the single statement of the op's shape rule and the
@@ -94,6 +97,11 @@ Example:
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let extraClassDefinition = [{
+    ::spmdc::tg::ShardingRule $cppClass::getShardingRule() {
+      return elementwiseShardingRule(getOperation());
+    }
+  }];
 }
 
 class TG_BinaryOp<string mnemonic, Type operandType, string desc,
@@ -118,6 +126,9 @@ Example:
         ::llvm::SmallVectorImpl<::mlir::Type> &types) {
       return inferBroadcastResult(loc, {adaptor.getLhs(), adaptor.getRhs()},
                                   /*elementType=*/nullptr, types);
+    }
+    ::spmdc::tg::ShardingRule $cppClass::getShardingRule() {
+      return elementwiseShardingRule(getOperation());
     }
   }];
 }
@@ -147,6 +158,9 @@ Example:
         return ::mlir::emitOptionalError(loc, "requires attribute 'dims'");
       return inferReductionResult(loc, adaptor.getInput(), adaptor.getDims(),
                                   adaptor.getKeepdim(), types);
+    }
+    ::spmdc::tg::ShardingRule $cppClass::getShardingRule() {
+      return reductionShardingRule(getOperation(), getDims(), getKeepdim());
     }
   }];
 }
@@ -513,6 +527,9 @@ class TG_SoftmaxLikeOp<string mnemonic, string desc>
         return ::mlir::emitOptionalError(loc, "requires attribute 'dim'");
       return inferSameAsInputWithDim(loc, adaptor.getInput(), adaptor.getDim(),
                                      types);
+    }
+    ::spmdc::tg::ShardingRule $cppClass::getShardingRule() {
+      return replicatedShardingRule(getOperation());
     }
   }];
 }
