@@ -1,6 +1,7 @@
 //===- CompileReport.cpp - the --report JSON of a compiled step -----------===//
 
 #include "spmdc/Report/CompileReport.h"
+#include "spmdc/Dialect/Dist/IR/Dist.h"
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 
@@ -56,53 +57,145 @@ int64_t estimatePeakMemory(ModuleOp module) {
   return arguments + peakOfBody(entry);
 }
 
+/// The collectives one rank runs in one step, in program order through the
+/// calls of @main.
+static void collectCollectives(func::FuncOp fn, const dist::Mesh &mesh,
+                               nlohmann::ordered_json &out) {
+  for (Operation &op : fn.getBody().front()) {
+    if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
+      if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+              &op, call.getCalleeAttr()))
+        collectCollectives(callee, mesh, out);
+      continue;
+    }
+    // payload_bytes: the full buffer across the group: the all_reduce
+    // buffer, the gathered output, the reduce_scatter input; for all_to_all
+    // the local buffer.
+    StringRef kind;
+    Value payload;
+    if (auto c = llvm::dyn_cast<dist::AllReduceOp>(op))
+      kind = "all_reduce", payload = c.getInput();
+    else if (auto c = llvm::dyn_cast<dist::AllGatherOp>(op))
+      kind = "all_gather", payload = c.getResult();
+    else if (auto c = llvm::dyn_cast<dist::ReduceScatterOp>(op))
+      kind = "reduce_scatter", payload = c.getInput();
+    else if (auto c = llvm::dyn_cast<dist::AllToAllOp>(op))
+      kind = "all_to_all", payload = c.getInput();
+    else
+      continue;
+    auto axesAttr = op.getAttrOfType<ArrayAttr>("axes");
+    nlohmann::ordered_json axes = nlohmann::ordered_json::array();
+    for (Attribute a : axesAttr)
+      axes.push_back(llvm::cast<StringAttr>(a).str());
+    auto indices = mesh.axisIndices(axesAttr);
+    std::string dtype;
+    llvm::raw_string_ostream os(dtype);
+    os << llvm::cast<RankedTensorType>(payload.getType()).getElementType();
+    auto str = [&](StringRef name) {
+      auto attr = op.getAttrOfType<StringAttr>(name);
+      return attr ? attr.str() : std::string();
+    };
+    out.push_back({{"kind", kind.str()},
+                   {"axes", axes},
+                   {"group_size", failed(indices) ? 0 : mesh.groupSize(*indices)},
+                   {"dtype", dtype},
+                   {"payload_bytes", bytesOf(payload.getType())},
+                   {"phase", str("phase")},
+                   {"origin", str("origin")}});
+  }
+}
+
+/// Bytes of the values @forward hands to @backward, per rank.
+static int64_t savedBytesPerRank(func::FuncOp entry) {
+  int64_t bytes = 0;
+  for (Operation &op : entry.getBody().front()) {
+    auto call = llvm::dyn_cast<func::CallOp>(op);
+    if (!call || call.getCallee() != "forward")
+      continue;
+    for (Value r : call.getResults())
+      if (llvm::any_of(r.getUsers(), [](Operation *user) {
+            auto c = llvm::dyn_cast<func::CallOp>(user);
+            return c && c.getCallee() == "backward";
+          }))
+        bytes += bytesOf(r.getType());
+  }
+  return bytes;
+}
+
 std::string buildCompileReport(ModuleOp module, double compileMs) {
   using json = nlohmann::ordered_json;
   func::FuncOp entry = tg::getEntryFunction(module);
-  int64_t paramBytes = 0, stateBytes = 0, gradBytes = 0;
-  bool trains = false;
-  for (const tg::GraphValueInfo &info : tg::getArgumentInfos(entry)) {
-    if (info.role == "param")
-      paramBytes += bytesOf(info.type);
-    else if (info.role == "state")
-      stateBytes += bytesOf(info.type);
+  int64_t paramBytes = 0, stateBytes = 0, gradBytes = 0, paramTotal = 0;
+  FailureOr<dist::Mesh> mesh = dist::Mesh{};
+  if (module->hasAttr(dist::kMeshAttr))
+    mesh = dist::Mesh::of(module);
+  // Argument types are local after sharding; the logical size of a
+  // parameter is its local size times the ranks its dims are split over.
+  for (auto [i, info] : llvm::enumerate(tg::getArgumentInfos(entry))) {
+    int64_t local = bytesOf(info.type);
+    int64_t parts = 1;
+    if (auto attr = entry.getArgAttrOfType<DictionaryAttr>(
+            i, dist::kShardingAttr))
+      if (auto s = dist::TensorSharding::fromAttr(attr, *mesh,
+                                                  info.type.getRank());
+          succeeded(s))
+        for (const auto &axes : s->dims)
+          parts *= mesh->groupSize(axes);
+    if (info.role == "param") {
+      paramBytes += local;
+      paramTotal += local * parts;
+    } else if (info.role == "state") {
+      stateBytes += local;
+    }
   }
-  for (const tg::GraphValueInfo &info : tg::getResultInfos(entry)) {
-    // After autodiff every parameter has a gradient, whether returned
+  bool trains = false;
+  for (const tg::GraphValueInfo &info : tg::getResultInfos(entry))
+    // After autodiff every parameter has a gradient, as its shard: returned
     // (role grad) or consumed by the optimizer (role param results).
     if (info.role == "grad" || info.role == "param") {
       gradBytes += bytesOf(info.type);
       trains = true;
     }
-  }
   if (!trains)
     gradBytes = 0;
 
   json partition = nullptr;
-  int64_t saved = 0;
-  if (auto stats = module->getAttrOfType<DictionaryAttr>("tg.partition")) {
-    saved = stats.getAs<IntegerAttr>("saved_activation_bytes").getInt();
+  if (auto stats = module->getAttrOfType<DictionaryAttr>("tg.partition"))
     partition = {
         {"policy", stats.getAs<StringAttr>("policy").str()},
-        {"saved_activation_bytes", saved},
+        {"saved_activation_bytes",
+         stats.getAs<IntegerAttr>("saved_activation_bytes").getInt()},
         {"save_all_activation_bytes",
          stats.getAs<IntegerAttr>("save_all_activation_bytes").getInt()}};
-  }
+
+  json axes = json::array(), shape = json::array();
+  for (const std::string &a : mesh->axes)
+    axes.push_back(a);
+  for (int64_t s : mesh->shape)
+    shape.push_back(s);
+  json collectives = json::array();
+  collectCollectives(entry, *mesh, collectives);
+
+  // Every rank holds equal shards, so every rank's figures are the same.
+  json perRank = json::array();
+  int64_t peak = estimatePeakMemory(module);
+  int64_t saved = savedBytesPerRank(entry);
+  for (int64_t rank = 0; rank < mesh->numRanks(); ++rank)
+    perRank.push_back({{"rank", rank},
+                       {"param_bytes", paramBytes},
+                       {"grad_bytes", gradBytes},
+                       {"optimizer_state_bytes", stateBytes},
+                       {"saved_activation_bytes", saved},
+                       {"peak_memory_bytes", peak}});
 
   json report = {
       {"version", 1},
-      {"nranks", 1},
-      {"mesh", {{"axes", json::array()}, {"shape", json::array()}}},
-      {"param_bytes_total", paramBytes},
+      {"nranks", mesh->numRanks()},
+      {"mesh", {{"axes", axes}, {"shape", shape}}},
+      {"param_bytes_total", paramTotal},
       {"partition", partition},
-      {"collectives", json::array()},
-      {"per_rank",
-       json::array({{{"rank", 0},
-                     {"param_bytes", paramBytes},
-                     {"grad_bytes", gradBytes},
-                     {"optimizer_state_bytes", stateBytes},
-                     {"saved_activation_bytes", saved},
-                     {"peak_memory_bytes", estimatePeakMemory(module)}}})},
+      {"collectives", collectives},
+      {"per_rank", perRank},
       {"compile_ms", compileMs},
   };
   return report.dump(2) + "\n";

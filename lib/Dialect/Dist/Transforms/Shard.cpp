@@ -130,6 +130,7 @@ struct ModuleSharder {
   LogicalResult shardFunction(func::FuncOp fn,
                               ArrayRef<TensorSharding> argShardings,
                               ArrayRef<std::string> argOrigins,
+                              ArrayRef<int> argPriorities,
                               ArrayRef<std::string> returnedNames,
                               ArrayRef<std::optional<TensorSharding>>
                                   requiredResults,
@@ -143,13 +144,15 @@ public:
 
   LogicalResult run(ArrayRef<TensorSharding> argShardings,
                     ArrayRef<std::string> argOrigins,
+                    ArrayRef<int> argPriorities,
                     ArrayRef<std::string> returnedNames,
                     ArrayRef<std::optional<TensorSharding>> requiredResults,
                     SmallVectorImpl<TensorSharding> &resultShardings);
 
 private:
   //===--- Propagation ----------------------------------------------------===//
-  void propagate(ArrayRef<TensorSharding> argShardings);
+  void propagate(ArrayRef<TensorSharding> argShardings,
+                 ArrayRef<int> argPriorities);
   bool sweepForward(Operation *op);
   bool sweepBackward(Operation *op);
   SmallVector<Source> sourcesOf(Operation *op, const ShardingRule &rule,
@@ -247,21 +250,17 @@ bool FunctionSharder::sweepBackward(Operation *op) {
   return changed;
 }
 
-void FunctionSharder::propagate(ArrayRef<TensorSharding> argShardings) {
+void FunctionSharder::propagate(ArrayRef<TensorSharding> argShardings,
+                                ArrayRef<int> argPriorities) {
   Block &body = fn.getBody().front();
-  for (auto [arg, sharding] : llvm::zip(body.getArguments(), argShardings)) {
+  for (auto [arg, sharding, p] :
+       llvm::zip(body.getArguments(), argShardings, argPriorities)) {
     planned[arg] = sharding;
     fixed.insert(arg);
+    priority[arg] = p;
   }
-  // Activations (anything computed from data or saved values) lead.
-  auto infos = tg::getArgumentInfos(fn);
-  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-    bool isParamOrState = fn.getSymName() == tg::kEntryName
-                              ? infos[i].role != "data"
-                              : !argShardings[i].isReplicated() &&
-                                    argOrigins[i] != "activation";
-    priority[arg] = isParamOrState ? 1 : 0;
-  }
+  // Activations (anything computed from data) lead; parameters, optimizer
+  // state and constants follow.
   for (Operation &op : body.without_terminator())
     for (Value result : op.getResults()) {
       int p = 1;
@@ -306,6 +305,17 @@ std::string FunctionSharder::originOf(Value logical) {
   Operation *def = logical.getDefiningOp();
   if (auto grad = def->getAttrOfType<StringAttr>(tg::kGradOfAttr))
     return grad.str();
+  // A partial gradient on its way to its parameter: follow the single users
+  // to the op that finishes it.
+  Value v = logical;
+  for (int step = 0; step < 8 && v.hasOneUse(); ++step) {
+    Operation *user = *v.getUsers().begin();
+    if (user->getNumResults() != 1 || user->hasAttr(tg::kPhaseAttr))
+      break;
+    if (auto grad = user->getAttrOfType<StringAttr>(tg::kGradOfAttr))
+      return grad.str();
+    v = user->getResult(0);
+  }
   // A value computed from one tensor alone (a transpose, a cast) serves
   // that tensor.
   if (def->getNumOperands() == 1)
@@ -334,6 +344,25 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
   auto cached = reshards.find({v.getAsOpaquePointer(), key});
   if (cached != reshards.end())
     return cached->second;
+
+  // A transpose of an argument (a weight's W^T) is resharded at the
+  // argument, so that every use of the weight shares one gather.
+  if (auto transpose = v.getDefiningOp<tg::TransposeOp>();
+      transpose && isa<BlockArgument>(transpose.getInput()) &&
+      current.partial.empty() && target.partial.empty()) {
+    TensorSharding sourceTarget = actual.lookup(transpose.getInput());
+    for (auto [i, p] : llvm::enumerate(transpose.getPermutation()))
+      sourceTarget.dims[p] = target.dims[i];
+    Value source = reshard(b, transpose.getInput(), sourceTarget, phase);
+    TensorSharding transposed = target;
+    auto shape = transposed.localShape(typeOf(v).getShape(), mesh);
+    Value result = tg::TransposeOp::create(
+        b, value.getLoc(),
+        RankedTensorType::get(*shape, typeOf(v).getElementType()), source,
+        transpose.getPermutation());
+    reshards[{v.getAsOpaquePointer(), key}] = result;
+    return result;
+  }
 
   RankedTensorType logical = typeOf(v);
   auto localType = [&](const TensorSharding &s) {
@@ -461,10 +490,6 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
   for (auto [i, operand] : llvm::enumerate(op->getOperands()))
     sources.push_back({&rule.operands[i], &actual[operand],
                        priority.lookup(operand), bytesOf(operand)});
-  // Then the sharding planned for the result, for factors the operands
-  // leave whole: slicing an operand beats computing whole and slicing after.
-  TensorSharding plannedResult = planned.lookup(op->getResult(0));
-  sources.push_back({&rule.result, &plannedResult, 2, 0});
   FactorAxes assigned = assignFactors(rule, sources, mesh);
 
   // Which partial operands may stay partial.
@@ -490,6 +515,18 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
       if (llvm::any_of(fAxes, [&](int a) { return llvm::is_contained(axes, a); }))
         keepPartial = false;
   }
+  // Then the sharding planned for the result, for factors the operands
+  // leave whole: slicing an operand beats computing whole and slicing after.
+  // A partial sum kept partial keeps its axes out of the dims.
+  TensorSharding plannedResult = planned.lookup(op->getResult(0));
+  if (keepPartial)
+    for (auto &axes : plannedResult.dims)
+      llvm::erase_if(axes, [&](int a) {
+        return llvm::is_contained(
+            actual[op->getOperand(partialOperands[0])].partial, a);
+      });
+  sources.push_back({&rule.result, &plannedResult, 2, 0});
+  assigned = assignFactors(rule, sources, mesh);
 
   std::string phase = phaseOf(op);
   SmallVector<Value> operands;
@@ -548,8 +585,10 @@ LogicalResult FunctionSharder::rewriteCall(func::CallOp call, OpBuilder &b) {
       call, call.getCalleeAttr());
   SmallVector<TensorSharding> argShardings;
   SmallVector<std::string> origins;
+  SmallVector<int> priorities;
   SmallVector<Value> operands;
   for (Value operand : call.getOperands()) {
+    priorities.push_back(priority.lookup(operand));
     TensorSharding s = actual[operand];
     s.partial.clear();
     operands.push_back(reshard(b, operand, s, phaseOf(call)));
@@ -563,7 +602,7 @@ LogicalResult FunctionSharder::rewriteCall(func::CallOp call, OpBuilder &b) {
     returnedNames.push_back(it == resultOrigins.end() ? "" : it->second);
   }
   SmallVector<TensorSharding> resultShardings;
-  if (failed(module.shardFunction(callee, argShardings, origins,
+  if (failed(module.shardFunction(callee, argShardings, origins, priorities,
                                   returnedNames, required, resultShardings)))
     return failure();
   auto newCall = func::CallOp::create(b, call.getLoc(), callee, operands);
@@ -577,7 +616,7 @@ LogicalResult FunctionSharder::rewriteCall(func::CallOp call, OpBuilder &b) {
 
 LogicalResult FunctionSharder::run(
     ArrayRef<TensorSharding> argShardings, ArrayRef<std::string> origins,
-    ArrayRef<std::string> returnedNames,
+    ArrayRef<int> argPriorities, ArrayRef<std::string> returnedNames,
     ArrayRef<std::optional<TensorSharding>> requiredResults,
     SmallVectorImpl<TensorSharding> &resultShardings) {
   argOrigins.assign(origins.begin(), origins.end());
@@ -586,7 +625,7 @@ LogicalResult FunctionSharder::run(
                                   returnedNames))
     if (!name.empty())
       resultOrigins[v] = name;
-  propagate(argShardings);
+  propagate(argShardings, argPriorities);
   // Results the caller needs in a given sharding pull propagation too.
   Operation *ret = body.getTerminator();
 
@@ -643,11 +682,13 @@ LogicalResult FunctionSharder::run(
 
 LogicalResult ModuleSharder::shardFunction(
     func::FuncOp fn, ArrayRef<TensorSharding> argShardings,
-    ArrayRef<std::string> argOrigins, ArrayRef<std::string> returnedNames,
+    ArrayRef<std::string> argOrigins, ArrayRef<int> argPriorities,
+    ArrayRef<std::string> returnedNames,
     ArrayRef<std::optional<TensorSharding>> requiredResults,
     SmallVectorImpl<TensorSharding> &resultShardings) {
   return FunctionSharder(*this, fn).run(argShardings, argOrigins,
-                                        returnedNames, requiredResults,
+                                        argPriorities, returnedNames,
+                                        requiredResults,
                                         resultShardings);
 }
 
@@ -699,8 +740,11 @@ struct DistShardPass : dist::impl::DistShardBase<DistShardPass> {
       required.push_back(s);
     }
     SmallVector<std::string> origins, returnedNames;
-    for (const tg::GraphValueInfo &a : args)
+    SmallVector<int> priorities;
+    for (const tg::GraphValueInfo &a : args) {
       origins.push_back(a.name);
+      priorities.push_back(a.role == "data" ? 0 : 1);
+    }
     for (const tg::GraphValueInfo &r : results)
       returnedNames.push_back(r.name);
 
@@ -719,7 +763,7 @@ struct DistShardPass : dist::impl::DistShardBase<DistShardPass> {
     }
 
     SmallVector<TensorSharding> resultShardings;
-    if (failed(sharder.shardFunction(main, *argShardings, origins,
+    if (failed(sharder.shardFunction(main, *argShardings, origins, priorities,
                                      returnedNames, required,
                                      resultShardings)))
       return signalPassFailure();
