@@ -183,6 +183,8 @@ private:
   std::vector<std::string> argOrigins;
   /// Names of values the caller returns under a name (the loss).
   llvm::DenseMap<Value, std::string> resultOrigins;
+  /// Shardings the caller needs returned values in.
+  llvm::DenseMap<Value, TensorSharding> requiredOf;
 
   /// The logical value's local form and its current sharding.
   llvm::DenseMap<Value, Value> local;
@@ -595,7 +597,15 @@ LogicalResult FunctionSharder::rewriteCall(func::CallOp call, OpBuilder &b) {
     argShardings.push_back(s);
     origins.push_back(originOf(operand));
   }
-  SmallVector<std::optional<TensorSharding>> required(call.getNumResults());
+  // What @main must return in a given sharding, @backward returns so: the
+  // reshard then sits with the op that made the value (the update).
+  SmallVector<std::optional<TensorSharding>> required;
+  for (Value r : call.getResults()) {
+    auto it = requiredOf.find(r);
+    required.push_back(it == requiredOf.end()
+                           ? std::nullopt
+                           : std::optional<TensorSharding>(it->second));
+  }
   SmallVector<std::string> returnedNames;
   for (Value r : call.getResults()) {
     auto it = resultOrigins.find(r);
@@ -625,6 +635,10 @@ LogicalResult FunctionSharder::run(
                                   returnedNames))
     if (!name.empty())
       resultOrigins[v] = name;
+  for (auto [v, required] :
+       llvm::zip(body.getTerminator()->getOperands(), requiredResults))
+    if (required)
+      requiredOf.try_emplace(v, *required);
   propagate(argShardings, argPriorities);
   // Results the caller needs in a given sharding pull propagation too.
   Operation *ret = body.getTerminator();

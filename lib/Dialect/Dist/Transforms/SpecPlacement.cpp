@@ -12,9 +12,16 @@
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Support/JsonDocument.h"
 
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
+using spmdc::tg::typeOf;
 
 namespace spmdc::dist {
 
@@ -40,6 +47,109 @@ std::string parameterOf(StringRef stateName) {
   return "";
 }
 
+/// The tensor-parallel layout of the linear layers, found from the graph as
+/// Megatron-LM lays it out: a linear layer (x @ W^T with W a parameter)
+/// whose input comes from no column-parallel output is column-parallel (W
+/// split on its output features, dim 0, with its bias); one whose input
+/// does is row-parallel (W split on its input features, dim 1). A column
+/// layer no row layer follows (an LM head) stays whole. Maps parameter
+/// names to the dim to split.
+llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main) {
+  // The linear layers sit where the loss is computed: @forward when the
+  // step is partitioned.
+  func::FuncOp fn = main;
+  SmallVector<std::string> argNames;
+  for (const tg::GraphValueInfo &info : tg::getArgumentInfos(main))
+    argNames.push_back(info.role == "param" ? info.name : "");
+  for (Operation &op : main.getBody().front())
+    if (auto call = dyn_cast<func::CallOp>(op); call && call.getCallee() == "forward") {
+      fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      SmallVector<std::string> names;
+      for (Value operand : call.getOperands()) {
+        auto arg = dyn_cast<BlockArgument>(operand);
+        names.push_back(arg ? argNames[arg.getArgNumber()] : "");
+      }
+      argNames = names;
+    }
+  auto paramName = [&](Value v) -> std::string {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg ? argNames[arg.getArgNumber()] : "";
+  };
+
+  struct Linear {
+    tg::MatmulOp matmul;
+    std::string weight, bias;
+    Value output;
+  };
+  SmallVector<Linear> linears;
+  for (Operation &op : fn.getBody().front()) {
+    auto matmul = dyn_cast<tg::MatmulOp>(op);
+    auto transpose =
+        matmul ? matmul.getRhs().getDefiningOp<tg::TransposeOp>() : nullptr;
+    if (!transpose || typeOf(transpose.getInput()).getRank() != 2 ||
+        paramName(transpose.getInput()).empty())
+      continue;
+    Linear linear{matmul, paramName(transpose.getInput()), "",
+                  matmul.getResult()};
+    if (matmul.getResult().hasOneUse())
+      if (auto add = dyn_cast<tg::AddOp>(*matmul.getResult().getUsers().begin()))
+        if (!paramName(add.getRhs()).empty() &&
+            typeOf(add.getRhs()).getRank() == 1) {
+          linear.bias = paramName(add.getRhs());
+          linear.output = add.getResult();
+        }
+    linears.push_back(linear);
+  }
+
+  // Values computed from a column layer's output, up to the next linear
+  // layer.
+  llvm::DenseSet<Value> split;
+  llvm::DenseSet<Operation *> rowMatmuls, linearMatmuls;
+  for (const Linear &linear : linears)
+    linearMatmuls.insert(linear.matmul);
+  SmallVector<int> kind(linears.size(), 0); // 1 column, 2 row
+  auto reaches = [&](Value from) {
+    SmallVector<Value> work{from};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (!split.insert(v).second)
+        continue;
+      for (Operation *user : v.getUsers())
+        if (!linearMatmuls.contains(user) && user->getNumResults() == 1 &&
+            !isa<func::ReturnOp>(user))
+          work.push_back(user->getResult(0));
+    }
+  };
+  for (auto [i, linear] : llvm::enumerate(linears)) {
+    if (split.contains(linear.matmul.getLhs())) {
+      kind[i] = 2;
+      rowMatmuls.insert(linear.matmul);
+    } else {
+      kind[i] = 1;
+      reaches(linear.output);
+    }
+  }
+  llvm::StringMap<int64_t> layout;
+  for (auto [i, linear] : llvm::enumerate(linears)) {
+    if (kind[i] == 2) {
+      layout[linear.weight] = 1;
+      continue;
+    }
+    // A column layer must feed a row layer: its output reaches one.
+    split.clear();
+    reaches(linear.output);
+    if (llvm::none_of(rowMatmuls, [&](Operation *row) {
+          return split.contains(cast<tg::MatmulOp>(row).getLhs());
+        }))
+      continue;
+    layout[linear.weight] = 0;
+    if (!linear.bias.empty())
+      layout[linear.bias] = 0;
+  }
+  return layout;
+}
+
 class Placer {
 public:
   Placer(const ShardSpec &spec, const Mesh &mesh, MLIRContext *context)
@@ -62,7 +172,9 @@ public:
       dim += rank;
     for (auto &axes : sharding.dims)
       llvm::erase(axes, axis);
-    sharding.dims[dim].push_back(axis);
+    // Axes of a dim in mesh order, the first most significant.
+    auto &axes = sharding.dims[dim];
+    axes.insert(llvm::upper_bound(axes, axis), axis);
     return success();
   }
 
@@ -71,9 +183,19 @@ public:
     for (auto &[axisName, preset] : spec.presets) {
       int axis = mesh.axisIndex(axisName);
       std::string pointer = "/presets/" + axisName;
-      if (preset == "megatron" || preset == "sequence")
+      if (preset == "sequence")
         return error(pointer) << "the '" << preset
                               << "' preset is not implemented yet";
+      if (preset == "megatron") {
+        std::string owner =
+            info.role == "state" ? parameterOf(info.name) : info.name;
+        auto it = tensorParallel.find(owner);
+        if ((info.role == "param" || info.role == "state") &&
+            it != tensorParallel.end() &&
+            failed(shardOn(sharding, axis, it->second, info, pointer)))
+          return failure();
+        continue;
+      }
       if (!isDataParallelPreset(preset) || info.type.getRank() == 0)
         continue;
       if (info.role == "data") {
@@ -118,6 +240,8 @@ public:
   const ShardSpec &spec;
   const Mesh &mesh;
   MLIRContext *context;
+  /// Parameter name -> dim, for the megatron preset.
+  llvm::StringMap<int64_t> tensorParallel;
 };
 
 } // namespace
@@ -125,6 +249,9 @@ public:
 FailureOr<SmallVector<TensorSharding>>
 placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
   Placer placer(spec, mesh, main.getContext());
+  if (llvm::any_of(spec.presets,
+                   [](const auto &p) { return p.second == "megatron"; }))
+    placer.tensorParallel = findTensorParallelLayout(main);
   std::vector<tg::GraphValueInfo> infos = tg::getArgumentInfos(main);
 
   // Every exact name in the spec must be a tensor of the graph.
