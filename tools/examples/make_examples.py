@@ -8,7 +8,8 @@
 Writes three models (see docs/graph-format.md for the format):
 
   mlp.json         the seed system's SimpleMLP with an MSE loss
-  gpt2-mini.json   a 2-layer nanoGPT-style GPT-2 (LayerNorm, GELU, tied head)
+  gpt2-mini.json   a 2-layer nanoGPT-style GPT-2 (LayerNorm, GELU, tied head,
+                   separate q/k/v projections)
   llama-mini.json  a 2-layer Llama (RMSNorm, RoPE, GQA, SwiGLU)
 
 The output is deterministic. After writing, every file is read back and
@@ -521,10 +522,11 @@ def gpt2_block(g, x, i, n_head, mlp_hidden):
     b, s, c = g.shape(x)
     hd = c // n_head
     a = g.layer_norm(f"{p}.ln_1", x, f"{p}.ln_1")
-    qkv = g.linear(f"{p}.attn.qkv", a, f"{p}.attn.c_attn", 3 * c)
+    # Separate q/k/v projections (not nanoGPT's fused c_attn) so that
+    # Megatron-style tensor parallelism can shard attention by heads.
     heads = []
-    for j, nm in enumerate("qkv"):
-        part = g.slice(f"{p}.attn.{nm}", qkv, 2, j * c, (j + 1) * c)
+    for nm in "qkv":
+        part = g.linear(f"{p}.attn.{nm}", a, f"{p}.attn.{nm}_proj", c)
         heads.append(g.split_heads(f"{p}.attn.{nm}h", part, n_head, hd))
     y = g.op(f"{p}.attn.sdpa", "sdpa", heads, causal=True)
     g.expect(y, [b, n_head, s, hd])

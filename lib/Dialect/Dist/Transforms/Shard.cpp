@@ -60,9 +60,11 @@ struct Source {
   int64_t bytes;
 };
 
-/// Gives factors the axes their sources are sharded on, first source first,
-/// skipping an axis a factor already has taken and factors that must stay
-/// whole or do not divide.
+/// Gives factors the axes their sources are sharded on, first source first.
+/// A source extends what a factor already has (the same axes, then more)
+/// and contributes the longest prefix of its axes that no other factor
+/// uses and that divides the factor; a factor that must stay whole gets
+/// nothing.
 FactorAxes assignFactors(const ShardingRule &rule, SmallVector<Source> sources,
                          const Mesh &mesh) {
   llvm::stable_sort(sources, [](const Source &a, const Source &b) {
@@ -77,12 +79,19 @@ FactorAxes assignFactors(const ShardingRule &rule, SmallVector<Source> sources,
       if (axes.empty() || factors.empty())
         continue;
       int f = factors.front();
-      if (rule.replicatedOnly[f] || !assigned[f].empty() ||
-          llvm::any_of(axes, [&](int a) { return used.contains(a); }) ||
-          rule.factorSizes[f] % mesh.groupSize(axes) != 0)
+      Axes &have = assigned[f];
+      if (rule.replicatedOnly[f] || axes.size() <= have.size() ||
+          ArrayRef<int>(axes).take_front(have.size()) != ArrayRef<int>(have))
         continue;
-      assigned[f] = axes;
-      used.insert(axes.begin(), axes.end());
+      for (int a : ArrayRef<int>(axes).drop_front(have.size())) {
+        Axes extended(have);
+        extended.push_back(a);
+        if (used.contains(a) ||
+            rule.factorSizes[f] % mesh.groupSize(extended) != 0)
+          break;
+        have.push_back(a);
+        used.insert(a);
+      }
     }
   }
   return assigned;
@@ -98,15 +107,18 @@ TensorSharding shardingFromFactors(
   return s;
 }
 
-/// Adds axes of `proposed` to the empty dims of `current` where no other dim
-/// uses them; true if anything changed.
+/// Makes `current` more specific where `proposed` extends a dim's axes
+/// (an empty dim, or the same axes followed by more) with axes no other dim
+/// uses; true if anything changed.
 bool refine(TensorSharding &current, const TensorSharding &proposed,
             ArrayRef<int64_t> shape, const Mesh &mesh) {
   bool changed = false;
   for (auto [d, axes] : llvm::enumerate(proposed.dims)) {
-    if (axes.empty() || !current.dims[d].empty())
+    ArrayRef<int> have = current.dims[d];
+    if (axes.size() <= have.size() ||
+        ArrayRef<int>(axes).take_front(have.size()) != have)
       continue;
-    if (llvm::any_of(axes, [&](int a) {
+    if (llvm::any_of(ArrayRef<int>(axes).drop_front(have.size()), [&](int a) {
           return llvm::is_contained(current.shardedAxes(), a);
         }))
       continue;
@@ -417,14 +429,18 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
     }
   }
 
-  // 3. Gather the dims whose axes are not a prefix of the target's.
+  // 3. Gather the minor axes of a dim beyond what it shares with the
+  // target (its prefix in common).
   for (size_t d = 0; d < current.dims.size(); ++d) {
     ArrayRef<int> have = current.dims[d], want = target.dims[d];
-    if (have.empty() ||
-        (have.size() <= want.size() && want.take_front(have.size()) == have))
+    size_t common = 0;
+    while (common < have.size() && common < want.size() &&
+           have[common] == want[common])
+      ++common;
+    if (common == have.size())
       continue;
-    Axes gathered(have);
-    current.dims[d].clear();
+    Axes gathered(have.drop_front(common));
+    current.dims[d].resize(common);
     value = collective<AllGatherOp>(b, v, phase, localType(current), value,
                                     gathered, static_cast<int64_t>(d));
   }

@@ -172,15 +172,24 @@ public:
       dim += rank;
     for (auto &axes : sharding.dims)
       llvm::erase(axes, axis);
-    // Axes of a dim in mesh order, the first most significant.
-    auto &axes = sharding.dims[dim];
-    axes.insert(llvm::upper_bound(axes, axis), axis);
+    sharding.dims[dim].push_back(axis);
     return success();
   }
 
+  /// Tensor-parallel presets first, data-parallel ones after: a dim split
+  /// both ways is split by data parallelism within the tensor-parallel
+  /// shard (the data-parallel axis minor), so that a gradient sharded by
+  /// tensor parallelism reduce-scatters straight into its ZeRO shard.
   LogicalResult applyPresets(const tg::GraphValueInfo &info,
                              TensorSharding &sharding) {
-    for (auto &[axisName, preset] : spec.presets) {
+    SmallVector<std::pair<std::string, std::string>> ordered;
+    for (auto &[axisName, preset] : spec.presets)
+      if (!isDataParallelPreset(preset))
+        ordered.push_back({axisName, preset});
+    for (auto &[axisName, preset] : spec.presets)
+      if (isDataParallelPreset(preset))
+        ordered.push_back({axisName, preset});
+    for (auto &[axisName, preset] : ordered) {
       int axis = mesh.axisIndex(axisName);
       std::string pointer = "/presets/" + axisName;
       if (preset == "sequence")
