@@ -16,12 +16,16 @@ config.test_exec_root = os.path.join(config.spmdc_obj_root, "test")
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 config.substitutions.append(
     ("%expect-exit", os.path.join(config.test_source_root, "Inputs", "expect-exit.sh")))
+config.substitutions.append(
+    ("%check-sharded", os.path.join(config.test_source_root, "Sharding", "Inputs", "check-sharded.sh")))
 config.substitutions.append(("%spmdc_obj_root", config.spmdc_obj_root))
 config.substitutions.append(("%spmdc_src_root", config.spmdc_src_root))
 config.substitutions.append(("%examples", os.path.join(config.spmdc_src_root, "docs", "examples")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# Scripts under Inputs/ call the tools by name.
+llvm_config.with_environment("PATH", config.spmdc_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["spmdc", "spmdc-opt", "spmd-run"], [config.spmdc_tools_dir])
 llvm_config.add_tool_substitutions(

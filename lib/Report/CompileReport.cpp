@@ -7,6 +7,7 @@
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <nlohmann/json.hpp>
 
@@ -148,16 +149,23 @@ std::string buildCompileReport(ModuleOp module, double compileMs) {
       stateBytes += local;
     }
   }
-  bool trains = false;
-  for (const tg::GraphValueInfo &info : tg::getResultInfos(entry))
-    // After autodiff every parameter has a gradient, as its shard: returned
-    // (role grad) or consumed by the optimizer (role param results).
-    if (info.role == "grad" || info.role == "param") {
-      gradBytes += bytesOf(info.type);
-      trains = true;
-    }
-  if (!trains)
-    gradBytes = 0;
+  // After autodiff every parameter has a gradient, returned (role grad) or
+  // consumed by the optimizer (role param results); the optimizer reads it
+  // sharded like the parameter's state (ZeRO-2 holds only its shard).
+  llvm::StringMap<int64_t> stateBytesOf;
+  for (const tg::GraphValueInfo &info : tg::getArgumentInfos(entry))
+    if (info.role == "state")
+      stateBytesOf[info.name] = bytesOf(info.type);
+  for (const tg::GraphValueInfo &info : tg::getResultInfos(entry)) {
+    if (info.role != "grad" && info.role != "param")
+      continue;
+    int64_t bytes = bytesOf(info.type);
+    for (const char *suffix : {".exp_avg", ".momentum_buffer"})
+      if (auto it = stateBytesOf.find(info.name + suffix);
+          it != stateBytesOf.end())
+        bytes = it->second;
+    gradBytes += bytes;
+  }
 
   json partition = nullptr;
   if (auto stats = module->getAttrOfType<DictionaryAttr>("tg.partition"))
