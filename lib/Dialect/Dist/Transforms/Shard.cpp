@@ -64,36 +64,57 @@ struct Source {
 /// A source extends what a factor already has (the same axes, then more)
 /// and contributes the longest prefix of its axes that no other factor
 /// uses and that divides the factor; a factor that must stay whole gets
-/// nothing.
+/// nothing. Axes in `parametersFirst` (sequence parallelism's) are settled
+/// first, with parameters ahead of activations: there the weights stay put
+/// and activations move.
 FactorAxes assignFactors(const ShardingRule &rule, SmallVector<Source> sources,
-                         const Mesh &mesh) {
-  llvm::stable_sort(sources, [](const Source &a, const Source &b) {
-    return a.priority != b.priority ? a.priority < b.priority
-                                    : a.bytes > b.bytes;
-  });
+                         const Mesh &mesh,
+                         const llvm::DenseSet<int> &parametersFirst = {}) {
+  auto byPriority = [](SmallVector<Source> list, bool swap) {
+    auto key = [&](const Source &s) {
+      // 0 activations and 1 parameters trade places; -1 (a result leading)
+      // and 2 (a result trailing) keep theirs.
+      return swap && (s.priority == 0 || s.priority == 1) ? 1 - s.priority
+                                                          : s.priority;
+    };
+    llvm::stable_sort(list, [&](const Source &a, const Source &b) {
+      return key(a) != key(b) ? key(a) < key(b) : a.bytes > b.bytes;
+    });
+    return list;
+  };
   FactorAxes assigned(rule.factorSizes.size());
   llvm::DenseSet<int> used;
-  for (const Source &source : sources) {
-    for (auto [dim, factors] : llvm::enumerate(*source.factorsPerDim)) {
-      const Axes &axes = source.sharding->dims[dim];
-      if (axes.empty() || factors.empty())
-        continue;
-      int f = factors.front();
-      Axes &have = assigned[f];
-      if (rule.replicatedOnly[f] || axes.size() <= have.size() ||
-          ArrayRef<int>(axes).take_front(have.size()) != ArrayRef<int>(have))
-        continue;
-      for (int a : ArrayRef<int>(axes).drop_front(have.size())) {
-        Axes extended(have);
-        extended.push_back(a);
-        if (used.contains(a) ||
-            rule.factorSizes[f] % mesh.groupSize(extended) != 0)
-          break;
-        have.push_back(a);
-        used.insert(a);
+  auto assign = [&](ArrayRef<Source> ordered, bool firstPass) {
+    for (const Source &source : ordered) {
+      for (auto [dim, factors] : llvm::enumerate(*source.factorsPerDim)) {
+        Axes axes;
+        for (int a : source.sharding->dims[dim])
+          if (!firstPass || parametersFirst.contains(a))
+            axes.push_back(a);
+        if (axes.empty() || factors.empty())
+          continue;
+        int f = factors.front();
+        Axes &have = assigned[f];
+        // In the second pass `have` may hold first-pass axes the source
+        // lists too; compare on the axes this source offers.
+        if (rule.replicatedOnly[f] || axes.size() <= have.size() ||
+            ArrayRef<int>(axes).take_front(have.size()) != ArrayRef<int>(have))
+          continue;
+        for (int a : ArrayRef<int>(axes).drop_front(have.size())) {
+          Axes extended(have);
+          extended.push_back(a);
+          if (used.contains(a) ||
+              rule.factorSizes[f] % mesh.groupSize(extended) != 0)
+            break;
+          have.push_back(a);
+          used.insert(a);
+        }
       }
     }
-  }
+  };
+  if (!parametersFirst.empty())
+    assign(byPriority(sources, /*swap=*/true), /*firstPass=*/true);
+  assign(byPriority(sources, /*swap=*/false), /*firstPass=*/false);
   return assigned;
 }
 
@@ -138,6 +159,8 @@ struct ModuleSharder {
   Mesh mesh;
   /// The phase of ops of @main when the step is not partitioned.
   llvm::DenseSet<Operation *> forwardOps;
+  /// Mesh axes where parameters' shardings win over activations'.
+  llvm::DenseSet<int> parametersFirst;
 
   LogicalResult shardFunction(func::FuncOp fn,
                               ArrayRef<TensorSharding> argShardings,
@@ -233,7 +256,8 @@ bool FunctionSharder::sweepForward(Operation *op) {
   if (!ruleOp)
     return false;
   ShardingRule rule = ruleOp.getShardingRule();
-  FactorAxes assigned = assignFactors(rule, sourcesOf(op, rule, false), mesh);
+  FactorAxes assigned = assignFactors(rule, sourcesOf(op, rule, false), mesh,
+                                      module.parametersFirst);
   Value result = op->getResult(0);
   TensorSharding proposed = shardingFromFactors(rule.result, assigned);
   auto [it, inserted] = planned.try_emplace(
@@ -251,7 +275,8 @@ bool FunctionSharder::sweepBackward(Operation *op) {
   // From the consumer's side the result leads.
   for (Source &s : sources)
     s.priority = s.factorsPerDim == &rule.result ? -1 : s.priority;
-  FactorAxes assigned = assignFactors(rule, sources, mesh);
+  FactorAxes assigned =
+      assignFactors(rule, sources, mesh, module.parametersFirst);
   bool changed = false;
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     if (fixed.contains(operand))
@@ -508,7 +533,8 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
   for (auto [i, operand] : llvm::enumerate(op->getOperands()))
     sources.push_back({&rule.operands[i], &actual[operand],
                        priority.lookup(operand), bytesOf(operand)});
-  FactorAxes assigned = assignFactors(rule, sources, mesh);
+  FactorAxes assigned =
+      assignFactors(rule, sources, mesh, module.parametersFirst);
 
   // Which partial operands may stay partial.
   SmallVector<unsigned> partialOperands;
@@ -544,7 +570,7 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
             actual[op->getOperand(partialOperands[0])].partial, a);
       });
   sources.push_back({&rule.result, &plannedResult, 2, 0});
-  assigned = assignFactors(rule, sources, mesh);
+  assigned = assignFactors(rule, sources, mesh, module.parametersFirst);
 
   std::string phase = phaseOf(op);
   SmallVector<Value> operands;
@@ -749,7 +775,10 @@ struct DistShardPass : dist::impl::DistShardBase<DistShardPass> {
     if (!main)
       return signalPassFailure();
 
-    ModuleSharder sharder{moduleOp, meshOf(*spec), {}};
+    ModuleSharder sharder{moduleOp, meshOf(*spec), {}, {}};
+    for (auto &[axis, preset] : spec->presets)
+      if (preset == "sequence")
+        sharder.parametersFirst.insert(sharder.mesh.axisIndex(axis));
     auto argShardings = placeArguments(main, *spec, sharder.mesh);
     if (failed(argShardings))
       return signalPassFailure();

@@ -192,10 +192,19 @@ public:
     for (auto &[axisName, preset] : ordered) {
       int axis = mesh.axisIndex(axisName);
       std::string pointer = "/presets/" + axisName;
-      if (preset == "sequence")
-        return error(pointer) << "the '" << preset
-                              << "' preset is not implemented yet";
-      if (preset == "megatron") {
+      // Sequence parallelism: Megatron's layout, and activations split on
+      // the sequence dim (the one after the batch dim) between the
+      // tensor-parallel regions, starting from the data: token ids
+      // [batch, seq, ...] and float inputs [batch, seq, features, ...].
+      if (preset == "sequence" && info.role == "data") {
+        int64_t sequenceDim = spec.batchDim(info.name) + 1;
+        bool tokens = isa<IntegerType>(info.type.getElementType());
+        if (info.type.getRank() > sequenceDim + (tokens ? 0 : 1) &&
+            failed(shardOn(sharding, axis, sequenceDim, info, "/batch_dims")))
+          return failure();
+        continue;
+      }
+      if (preset == "megatron" || preset == "sequence") {
         std::string owner =
             info.role == "state" ? parameterOf(info.name) : info.name;
         auto it = tensorParallel.find(owner);
@@ -258,8 +267,9 @@ public:
 FailureOr<SmallVector<TensorSharding>>
 placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
   Placer placer(spec, mesh, main.getContext());
-  if (llvm::any_of(spec.presets,
-                   [](const auto &p) { return p.second == "megatron"; }))
+  if (llvm::any_of(spec.presets, [](const auto &p) {
+        return p.second == "megatron" || p.second == "sequence";
+      }))
     placer.tensorParallel = findTensorParallelLayout(main);
   std::vector<tg::GraphValueInfo> infos = tg::getArgumentInfos(main);
 
