@@ -79,10 +79,16 @@ const TensorRule *ShardSpec::findRule(StringRef name) const {
 }
 
 int64_t ShardSpec::batchDim(StringRef name) const {
-  for (auto &[pattern, dim] : batchDims)
-    if (pattern == name || globMatches(pattern, name))
-      return dim;
-  return 0;
+  // The same precedence as placements: an exact name, then the longest glob.
+  const std::pair<std::string, int64_t> *best = nullptr;
+  for (const auto &entry : batchDims) {
+    if (entry.first == name)
+      return entry.second;
+    if (globMatches(entry.first, name) &&
+        (!best || entry.first.size() > best->first.size()))
+      best = &entry;
+  }
+  return best ? best->second : 0;
 }
 
 namespace {

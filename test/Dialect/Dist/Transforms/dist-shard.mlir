@@ -1,0 +1,76 @@
+// RUN: split-file %s %t
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-shard=spec=%t/ddp.json | FileCheck %s --check-prefix=DDP
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-shard=spec=%t/megatron.json | FileCheck %s --check-prefix=TP
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=adamw" --dist-shard=spec=%t/zero1.json | FileCheck %s --check-prefix=ZERO
+// RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-shard=spec=%t/uneven.json 2>&1 | FileCheck %s --check-prefix=UNEVEN
+// RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-shard=spec=%t/unknown.json 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-shard=spec=%t/partial.json 2>&1 | FileCheck %s --check-prefix=PARTIAL
+// RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-shard 2>&1 | FileCheck %s --check-prefix=NOSPEC
+
+// Data parallel: local batch 4 of 8, the loss and each gradient all-reduced
+// once, in their phase, named after what they serve.
+// DDP: module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}}
+// DDP-LABEL: func.func @main
+// DDP-SAME: tensor<4x4xf32> {dist.sharding = {dims = {{\[\["dp"\], \[\]\]}}, partial = []}, tg.name = "x", tg.role = "data"}
+// DDP-SAME: tensor<6x4xf32> {dist.sharding = {dims = {{\[\[\], \[\]\]}}, partial = []}, tg.name = "w1", tg.role = "param"}
+// DDP: tg.matmul %{{.*}}, %{{.*}} : tensor<4x4xf32>, tensor<4x6xf32>
+// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "loss", phase = "forward"} : tensor<f32>
+// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w2", phase = "backward"} : tensor<2x6xf32>
+// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w1", phase = "backward"} : tensor<6x4xf32>
+// DDP-NOT: dist.
+// DDP: return
+
+// Megatron: w1 column-parallel (its output features split), w2
+// row-parallel (its input features split): one all-reduce of the
+// row-parallel output, batch x 2, in the forward; none in the backward
+// (x is data: nothing needs its gradient).
+// TP-LABEL: func.func @main
+// TP-SAME: tensor<3x4xf32> {dist.sharding = {dims = {{\[\["tp"\], \[\]\]}}, partial = []}, tg.name = "w1", tg.role = "param"}
+// TP-SAME: tensor<2x3xf32> {dist.sharding = {dims = {{\[\[\], \["tp"\]\]}}, partial = []}, tg.name = "w2", tg.role = "param"}
+// TP: %[[H:.*]] = tg.matmul %{{.*}}, %{{.*}} : tensor<8x4xf32>, tensor<4x3xf32>
+// TP: %[[Y:.*]] = tg.matmul %{{.*}}, %{{.*}} : tensor<8x3xf32>, tensor<3x2xf32>
+// TP: dist.all_reduce %[[Y]] axes ["tp"] {origin = "activation", phase = "forward"} : tensor<8x2xf32>
+// TP-NOT: dist.
+// TP: return
+
+// ZeRO-1: optimizer state split on dim 0; gradients reduce-scattered into
+// it, updated parameters all-gathered back whole.
+// ZERO-LABEL: func.func @main
+// ZERO-SAME: tensor<3x4xf32> {dist.sharding = {dims = {{\[\["dp"\], \[\]\]}}, partial = []}, tg.name = "w1.exp_avg", tg.role = "state"}
+// ZERO-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "w1", phase = "backward"} : tensor<6x4xf32> -> tensor<3x4xf32>
+// ZERO-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "w2", phase = "backward"} : tensor<2x6xf32> -> tensor<1x6xf32>
+// ZERO-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "w1", phase = "optimizer"} : tensor<3x4xf32> -> tensor<6x4xf32>
+// ZERO-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "w2", phase = "optimizer"} : tensor<1x6xf32> -> tensor<2x6xf32>
+// ZERO-NOT: dist.all_reduce %{{.*}} {origin = "w
+
+// UNEVEN: uneven.json{{.*}}: error: 'x' of shape [8, 4] does not divide evenly into [S(dp), R] on mesh [3]
+// UNKNOWN: unknown.json{{.*}}: error: the graph has no tensor 'w3'
+// PARTIAL: partial.json{{.*}}: error: 'w1' is an input: it cannot be a partial sum ("P" is for results)
+// NOSPEC: error: --dist-shard needs a shard spec (spec=FILE)
+
+//--- step.mlir
+func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = "data"},
+                %w1: tensor<6x4xf32> {tg.name = "w1", tg.role = "param"},
+                %w2: tensor<2x6xf32> {tg.name = "w2", tg.role = "param"})
+    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+  %w1t = tg.transpose %w1 perm [1, 0] : tensor<6x4xf32>
+  %h = tg.matmul %x, %w1t : tensor<8x4xf32>, tensor<4x6xf32>
+  %a = tg.tanh %h : tensor<8x6xf32>
+  %w2t = tg.transpose %w2 perm [1, 0] : tensor<2x6xf32>
+  %y = tg.matmul %a, %w2t : tensor<8x6xf32>, tensor<6x2xf32>
+  %s = tg.mul %y, %y : tensor<8x2xf32>, tensor<8x2xf32>
+  %l = tg.sum %s dims [0, 1] : tensor<8x2xf32>
+  return %l : tensor<f32>
+}
+//--- ddp.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "presets": {"dp": "ddp"}}
+//--- megatron.json
+{"version": 1, "mesh": {"axes": ["tp"], "shape": [2]}, "presets": {"tp": "megatron"}}
+//--- zero1.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "presets": {"dp": "zero1"}}
+//--- uneven.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [3]}, "presets": {"dp": "ddp"}}
+//--- unknown.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "tensors": {"w3": {"dp": "S(0)"}}}
+//--- partial.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "tensors": {"w1": {"dp": "P"}}}
