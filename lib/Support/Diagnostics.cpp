@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -45,6 +46,18 @@ static std::string documentPlace(Location loc) {
                       : name.empty()       ? std::string("/")
                                            : "node '" + name.str() + "'";
   return file.getFilename().str() + ": " + place;
+}
+
+bool loadMainFile(llvm::SourceMgr &sourceMgr, StringRef path,
+                  std::string &error) {
+  std::string message;
+  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(path, &message);
+  if (!input) {
+    error = (path + ": " + message).str();
+    return false;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  return true;
 }
 
 ToolDiagnosticHandler::ToolDiagnosticHandler(llvm::SourceMgr &sourceMgr,

@@ -318,12 +318,9 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
 
   std::string errorMessage;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      openInputFile(options.input, &errorMessage);
-  if (!input)
-    return fail(options.input + ": " + errorMessage);
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  if (!spmdc::loadMainFile(sourceMgr, options.input, errorMessage))
+    return fail(errorMessage);
   spmdc::ToolDiagnosticHandler diagnostics(sourceMgr, context, llvm::errs());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module || failed(spmdc::tg::verifyGraphSignature(*module)))

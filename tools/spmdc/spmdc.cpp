@@ -63,15 +63,11 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
 
   std::string errorMessage;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      openInputFile(options.input, &errorMessage);
-  if (!input) {
-    llvm::errs() << "spmdc: error: " << options.input << ": " << errorMessage
-                 << "\n";
+  llvm::SourceMgr sourceMgr;
+  if (!spmdc::loadMainFile(sourceMgr, options.input, errorMessage)) {
+    llvm::errs() << "spmdc: error: " << errorMessage << "\n";
     return 1;
   }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   spmdc::ToolDiagnosticHandler diagnostics(sourceMgr, context, llvm::errs());
 
   auto started = std::chrono::steady_clock::now();

@@ -18,6 +18,11 @@ class raw_ostream;
 
 namespace spmdc {
 
+/// Reads `path` ('-' is stdin) into the main buffer of `sourceMgr`; false,
+/// with `error` saying why, if it cannot.
+bool loadMainFile(llvm::SourceMgr &sourceMgr, llvm::StringRef path,
+                  std::string &error);
+
 /// Prints the context's diagnostics to `os` in the format above and counts
 /// errors.
 class ToolDiagnosticHandler {

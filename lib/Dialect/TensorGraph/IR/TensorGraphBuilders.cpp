@@ -60,4 +60,37 @@ RankedTensorType keepDimType(RankedTensorType input, ArrayRef<int64_t> dims) {
   return RankedTensorType::get(shape, input.getElementType());
 }
 
+Value GraphMath::add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+Value GraphMath::sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+Value GraphMath::mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+Value GraphMath::div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+Value GraphMath::neg(Value x) { return NegOp::create(b, loc, x); }
+
+Value GraphMath::scalar(Value like, double value) {
+  return buildScalarLike(b, loc, like, value);
+}
+
+Value GraphMath::compare(StringRef predicate, Value x, Value y) {
+  return CompareOp::create(b, loc, b.getStringAttr(predicate), x, y);
+}
+
+Value GraphMath::select(Value condition, Value x, Value y) {
+  return SelectOp::create(b, loc, condition, x, y);
+}
+
+Value GraphMath::sum(Value x, ArrayRef<int64_t> dims, bool keepDim) {
+  return SumOp::create(b, loc, x, dims, keepDim);
+}
+
+Value GraphMath::max(Value x, ArrayRef<int64_t> dims, bool keepDim) {
+  return MaxOp::create(b, loc, x, dims, keepDim);
+}
+
+Value GraphMath::mean(Value x, ArrayRef<int64_t> dims, bool keepDim) {
+  int64_t count = 1;
+  for (int64_t d : normalizedDims(dims, typeOf(x).getRank()))
+    count *= typeOf(x).getDimSize(d);
+  return mul(sum(x, dims, keepDim), scalar(x, 1.0 / count));
+}
+
 } // namespace spmdc::tg

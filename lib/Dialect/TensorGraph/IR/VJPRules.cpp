@@ -16,22 +16,11 @@ using namespace mlir;
 namespace spmdc::tg {
 namespace {
 
-/// Arithmetic on tg values with the location of the op being differentiated.
-struct Emitter {
-  OpBuilder &b;
-  Location loc;
-
-  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
-  Value neg(Value x) { return NegOp::create(b, loc, x); }
-  Value scalar(Value like, double v) { return buildScalarLike(b, loc, like, v); }
+/// Arithmetic at the location of the op being differentiated, plus the
+/// shapes gradients need.
+struct Emitter : GraphMath {
   Value cmp(StringRef predicate, Value x, Value y) {
-    return CompareOp::create(b, loc, b.getStringAttr(predicate), x, y);
-  }
-  Value select(Value c, Value x, Value y) {
-    return SelectOp::create(b, loc, c, x, y);
+    return compare(predicate, x, y);
   }
   /// The gradient `g` where `mask` holds, zero elsewhere, shaped like `g`.
   Value where(Value mask, Value g) {
@@ -55,7 +44,9 @@ struct Emitter {
   }
 };
 
-Emitter emitter(OpBuilder &b, Operation *op) { return {b, op->getLoc()}; }
+Emitter emitter(OpBuilder &b, Operation *op) {
+  return {{b, op->getLoc()}};
+}
 
 } // namespace
 

@@ -24,29 +24,8 @@ using namespace spmdc::tg;
 
 namespace {
 
-/// Arithmetic at one location, for readable decompositions.
-struct Math {
-  OpBuilder &b;
-  Location loc;
-
-  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
-  Value scalar(Value like, double v) { return buildScalarLike(b, loc, like, v); }
-  Value sum(Value x, ArrayRef<int64_t> dims, bool keepdim) {
-    return SumOp::create(b, loc, x, dims, keepdim);
-  }
-  Value max(Value x, ArrayRef<int64_t> dims, bool keepdim) {
-    return MaxOp::create(b, loc, x, dims, keepdim);
-  }
-  /// Mean over `dims` as a sum times 1/n.
-  Value mean(Value x, ArrayRef<int64_t> dims, bool keepdim) {
-    int64_t count = 1;
-    for (int64_t d : normalizedDims(dims, typeOf(x).getRank()))
-      count *= typeOf(x).getDimSize(d);
-    return mul(sum(x, dims, keepdim), scalar(x, 1.0 / count));
-  }
+/// Arithmetic at the location of the composite being decomposed.
+struct Math : GraphMath {
   /// The last `n` dims of `x`.
   SmallVector<int64_t> trailingDims(Value x, int64_t n) {
     SmallVector<int64_t> dims;
@@ -61,7 +40,7 @@ struct Decomposition : OpRewritePattern<OpT> {
   using OpRewritePattern<OpT>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpT op,
                                 PatternRewriter &rewriter) const final {
-    Math m{rewriter, op.getLoc()};
+    Math m{{rewriter, op.getLoc()}};
     FailureOr<Value> result = decompose(op, m);
     if (failed(result))
       return failure();

@@ -145,18 +145,16 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
   /// which makes the first step buf = g as in PyTorch); p -= lr buf.
   Value sgd(func::FuncOp fn, StringRef name, Value p, Value g) {
     OpBuilder b(fn.getBody().front().getTerminator());
-    Location loc = p.getLoc();
-    auto scalar = [&](double v) { return buildScalarLike(b, loc, p, v); };
+    GraphMath m{b, p.getLoc()};
     if (weightDecay != 0.0)
-      g = AddOp::create(b, loc, g, MulOp::create(b, loc, p, scalar(weightDecay)));
+      g = m.add(g, m.mul(p, m.scalar(p, weightDecay)));
     if (momentum != 0.0) {
       Value buf = addState(fn, (name + ".momentum_buffer").str(), typeOf(p));
       b.setInsertionPoint(fn.getBody().front().getTerminator());
-      g = AddOp::create(b, loc, MulOp::create(b, loc, buf, scalar(momentum)),
-                        g);
+      g = m.add(m.mul(buf, m.scalar(p, momentum)), g);
       stateResults.back().second = g;
     }
-    return SubOp::create(b, loc, p, MulOp::create(b, loc, g, scalar(lr)));
+    return m.sub(p, m.mul(g, m.scalar(p, lr)));
   }
 
   /// torch.optim.AdamW: p *= 1 - lr wd; m = b1 m + (1-b1) g;
@@ -168,12 +166,7 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     size_t vIndex = stateResults.size() - 1;
     OpBuilder b(fn.getBody().front().getTerminator());
     Location loc = p.getLoc();
-    auto scalar = [&](double x) { return buildScalarLike(b, loc, p, x); };
-    auto stepScalar = [&](double x) { return buildScalarLike(b, loc, step, x); };
-    auto add = [&](Value x, Value y) { return AddOp::create(b, loc, x, y); };
-    auto sub = [&](Value x, Value y) { return SubOp::create(b, loc, x, y); };
-    auto mul = [&](Value x, Value y) { return MulOp::create(b, loc, x, y); };
-    auto div = [&](Value x, Value y) { return DivOp::create(b, loc, x, y); };
+    GraphMath x{b, loc};
     auto toParamType = [&](Value s) -> Value {
       Type el = typeOf(p).getElementType();
       if (typeOf(s).getElementType() == el)
@@ -181,19 +174,22 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
       return ConvertOp::create(b, loc, RankedTensorType::get({}, el), s);
     };
 
-    Value decayed = mul(p, scalar(1.0 - lr * weightDecay));
-    Value m2 = add(mul(m, scalar(beta1)), mul(g, scalar(1.0 - beta1)));
-    Value v2 = add(mul(v, scalar(beta2)), mul(mul(g, g), scalar(1.0 - beta2)));
+    Value decayed = x.mul(p, x.scalar(p, 1.0 - lr * weightDecay));
+    Value m2 = x.add(x.mul(m, x.scalar(p, beta1)),
+                     x.mul(g, x.scalar(p, 1.0 - beta1)));
+    Value v2 = x.add(x.mul(v, x.scalar(p, beta2)),
+                     x.mul(x.mul(g, g), x.scalar(p, 1.0 - beta2)));
     stateResults[mIndex].second = m2;
     stateResults[vIndex].second = v2;
-    Value bc1 = sub(stepScalar(1.0),
-                    PowOp::create(b, loc, stepScalar(beta1), step));
-    Value bc2 = sub(stepScalar(1.0),
-                    PowOp::create(b, loc, stepScalar(beta2), step));
-    Value stepSize = toParamType(div(stepScalar(lr), bc1));
+    Value bc1 = x.sub(x.scalar(step, 1.0),
+                      PowOp::create(b, loc, x.scalar(step, beta1), step));
+    Value bc2 = x.sub(x.scalar(step, 1.0),
+                      PowOp::create(b, loc, x.scalar(step, beta2), step));
+    Value stepSize = toParamType(x.div(x.scalar(step, lr), bc1));
     Value bc2Sqrt = toParamType(SqrtOp::create(b, loc, bc2));
-    Value denom = add(div(SqrtOp::create(b, loc, v2), bc2Sqrt), scalar(eps));
-    return sub(decayed, mul(div(m2, denom), stepSize));
+    Value denom = x.add(x.div(SqrtOp::create(b, loc, v2), bc2Sqrt),
+                        x.scalar(p, eps));
+    return x.sub(decayed, x.mul(x.div(m2, denom), stepSize));
   }
 
   /// Names and updated values of the state arguments added so far.

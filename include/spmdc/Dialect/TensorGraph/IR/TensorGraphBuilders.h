@@ -50,6 +50,27 @@ llvm::SmallVector<int64_t> normalizedDims(llvm::ArrayRef<int64_t> dims,
 mlir::RankedTensorType keepDimType(mlir::RankedTensorType input,
                                    llvm::ArrayRef<int64_t> dims);
 
+/// Arithmetic on tg values at one location: what derivative rules,
+/// decompositions and the optimizer write their formulas with.
+struct GraphMath {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  mlir::Value sub(mlir::Value x, mlir::Value y);
+  mlir::Value mul(mlir::Value x, mlir::Value y);
+  mlir::Value div(mlir::Value x, mlir::Value y);
+  mlir::Value neg(mlir::Value x);
+  /// A rank-0 constant of `like`'s element type.
+  mlir::Value scalar(mlir::Value like, double value);
+  mlir::Value compare(llvm::StringRef predicate, mlir::Value x, mlir::Value y);
+  mlir::Value select(mlir::Value condition, mlir::Value x, mlir::Value y);
+  mlir::Value sum(mlir::Value x, llvm::ArrayRef<int64_t> dims, bool keepDim);
+  mlir::Value max(mlir::Value x, llvm::ArrayRef<int64_t> dims, bool keepDim);
+  /// Mean over `dims` as a sum times 1/n.
+  mlir::Value mean(mlir::Value x, llvm::ArrayRef<int64_t> dims, bool keepDim);
+};
+
 } // namespace spmdc::tg
 
 #endif // SPMDC_DIALECT_TENSORGRAPH_IR_TENSORGRAPHBUILDERS_H
