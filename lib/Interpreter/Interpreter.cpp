@@ -98,6 +98,17 @@ Tensor constantTensor(ElementsAttr attr) {
 
 using ValueMap = llvm::DenseMap<Value, Tensor>;
 
+/// Indices must lie in [0, bound): the kernels trust them.
+LogicalResult checkIndices(Operation *op, const Tensor &indices,
+                           int64_t bound) {
+  for (double i : indices.data)
+    if (i < 0 || i >= bound)
+      return op->emitError() << "index " << static_cast<int64_t>(i)
+                             << " is out of range [0, "
+                             << bound << ")";
+  return success();
+}
+
 /// Computes one tg op from one rank's values.
 class OpEvaluator {
 public:
@@ -447,28 +458,29 @@ FailureOr<Tensor> OpEvaluator::evaluate(Operation *op) {
       })
       .Case([&](tg::EmbeddingOp e) -> R {
         const Tensor &weight = get(e.getWeight());
-        for (double i : get(e.getIndices()).data)
-          if (i < 0 || i >= weight.shape[0])
-            return e.emitError() << "index " << i << " is out of range [0, "
-                                 << weight.shape[0] << ")";
+        if (failed(checkIndices(e, get(e.getIndices()), weight.shape[0])))
+          return failure();
         return embedding(weight, get(e.getIndices()));
       })
-      .Case([&](tg::EmbeddingBackwardOp e) {
-        return embeddingBackward(get(e.getGrad()), get(e.getIndices()),
-                                 shapeOf(e.getResult())[0]);
+      .Case([&](tg::EmbeddingBackwardOp e) -> R {
+        int64_t rows = shapeOf(e.getResult())[0];
+        if (failed(checkIndices(e, get(e.getIndices()), rows)))
+          return failure();
+        return embeddingBackward(get(e.getGrad()), get(e.getIndices()), rows);
       })
       .Case([&](tg::GatherOp g) -> R {
         int64_t dim = dimOf(g.getDim(), g.getInput());
-        int64_t size = shapeOf(g.getInput())[dim];
-        for (double i : get(g.getIndex()).data)
-          if (i < 0 || i >= size)
-            return g.emitError() << "index " << i << " is out of range [0, "
-                                 << size << ")";
+        if (failed(checkIndices(g, get(g.getIndex()),
+                                shapeOf(g.getInput())[dim])))
+          return failure();
         return gather(get(g.getInput()), get(g.getIndex()), dim);
       })
-      .Case([&](tg::ScatterAddOp s) {
-        return scatterAdd(get(s.getIndex()), get(s.getSource()),
-                          dimOf(s.getDim(), s.getResult()),
+      .Case([&](tg::ScatterAddOp s) -> R {
+        int64_t dim = dimOf(s.getDim(), s.getResult());
+        if (failed(checkIndices(s, get(s.getIndex()),
+                                shapeOf(s.getResult())[dim])))
+          return failure();
+        return scatterAdd(get(s.getIndex()), get(s.getSource()), dim,
                           shapeOf(s.getResult()));
       })
       // Factories.
@@ -506,11 +518,9 @@ FailureOr<Tensor> OpEvaluator::evaluate(Operation *op) {
                        r.getEps().convertToDouble());
       })
       .Case([&](tg::CrossEntropyOp c) -> R {
-        int64_t classes = shapeOf(c.getLogits()).back();
-        for (double l : get(c.getLabels()).data)
-          if (l < 0 || l >= classes)
-            return c.emitError() << "label " << l << " is out of range [0, "
-                                 << classes << ")";
+        if (failed(checkIndices(c, get(c.getLabels()),
+                                shapeOf(c.getLogits()).back())))
+          return failure();
         return crossEntropy(get(c.getLogits()), get(c.getLabels()));
       })
       .Case([&](tg::ScaledDotProductAttentionOp a) {
