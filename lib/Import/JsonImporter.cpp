@@ -113,11 +113,19 @@ JsonGraphImporter::parseTensorType(const json &object,
   if (!shapeJson.is_array())
     return error(pointer + "/shape") << "expected a list of sizes";
   SmallVector<int64_t> shape;
+  // Element counts past 2^48 overflow byte arithmetic downstream.
+  constexpr int64_t kMaxElements = int64_t(1) << 48;
+  int64_t elements = 1;
   for (auto [i, size] : llvm::enumerate(shapeJson)) {
     if (!size.is_number_integer() || size.get<int64_t>() < 0)
       return error(pointer + "/shape/" + std::to_string(i))
              << "expected a non-negative integer size, got " << size.dump();
-    shape.push_back(size.get<int64_t>());
+    int64_t n = size.get<int64_t>();
+    if (n > 0 && elements > kMaxElements / n)
+      return error(pointer + "/shape")
+             << "the tensor has more than 2^48 elements";
+    elements *= n;
+    shape.push_back(n);
   }
   auto element = parseDType(object["dtype"], pointer + "/dtype");
   if (failed(element))

@@ -98,6 +98,9 @@ Tensor constantTensor(ElementsAttr attr) {
 
 using ValueMap = llvm::DenseMap<Value, Tensor>;
 
+/// The largest tensor the interpreter computes (8 GiB of f64).
+constexpr int64_t kMaxElements = int64_t(1) << 30;
+
 /// Indices must lie in [0, bound): the kernels trust them.
 LogicalResult checkIndices(Operation *op, const Tensor &indices,
                            int64_t bound) {
@@ -216,6 +219,13 @@ LogicalResult SPMDInterpreter::execute(Operation *op,
   if (op->getNumResults() != 1 ||
       !llvm::isa<RankedTensorType>(op->getResult(0).getType()))
     return op->emitError("the interpreter does not support this op");
+  // The interpreter holds every value as f64: refuse what cannot fit.
+  int64_t elements =
+      llvm::cast<RankedTensorType>(op->getResult(0).getType()).getNumElements();
+  if (elements > kMaxElements)
+    return op->emitError("the interpreter holds tensors of up to 2^30 "
+                         "elements; this one has ")
+           << elements;
   std::vector<Tensor> results;
   if (llvm::isa<dist::DistDialect>(op->getDialect())) {
     FailureOr<std::vector<Tensor>> collectiveResults = collective(op, values);

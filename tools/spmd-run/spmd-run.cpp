@@ -91,6 +91,12 @@ public:
              std::string &error) {
     std::vector<int64_t> shape(info.type.getShape().begin(),
                                info.type.getShape().end());
+    if (info.type.getNumElements() > (int64_t(1) << 30)) {
+      error = "input '" + info.name + "' has " +
+              std::to_string(info.type.getNumElements()) +
+              " elements; the interpreter holds up to 2^30";
+      return false;
+    }
     tensor = Tensor(shape);
     spmdc::rt::SafeTensorsReader *file =
         info.role == "data" ? data.get() : params.get();
