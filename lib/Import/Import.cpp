@@ -25,8 +25,11 @@ std::optional<InputFormat> parseInputFormat(llvm::StringRef text) {
 /// By extension first, then by the first bytes of the file.
 static InputFormat detectFormat(llvm::StringRef fileName,
                                 llvm::StringRef text) {
+  // A bare ExportedProgram is JSON too: it has a graph_module.
+  bool exportedProgram = text.ltrim().starts_with("{") &&
+                         text.contains("\"graph_module\"");
   if (fileName.ends_with(".json"))
-    return InputFormat::Json;
+    return exportedProgram ? InputFormat::Pt2 : InputFormat::Json;
   if (fileName.ends_with(".mlir") || fileName.ends_with(".mlirbc"))
     return InputFormat::Mlir;
   if (fileName.ends_with(".pt2"))
@@ -34,12 +37,13 @@ static InputFormat detectFormat(llvm::StringRef fileName,
   if (text.starts_with("PK"))
     return InputFormat::Pt2;
   if (text.ltrim().starts_with("{"))
-    return InputFormat::Json;
+    return exportedProgram ? InputFormat::Pt2 : InputFormat::Json;
   return InputFormat::Mlir;
 }
 
 OwningOpRef<ModuleOp> importGraph(llvm::SourceMgr &sourceMgr,
-                                  InputFormat format, MLIRContext &context) {
+                                  InputFormat format, MLIRContext &context,
+                                  const ImportOptions &options) {
   const llvm::MemoryBuffer *buffer =
       sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
   llvm::StringRef fileName = buffer->getBufferIdentifier();
@@ -60,9 +64,8 @@ OwningOpRef<ModuleOp> importGraph(llvm::SourceMgr &sourceMgr,
     break;
   case InputFormat::Pt2:
   case InputFormat::Auto:
-    emitError(FileLineColLoc::get(&context, fileName, 0, 0))
-        << "torch.export (.pt2) input is not supported yet";
-    return nullptr;
+    module = importTorchExport(text, fileName, context, options);
+    break;
   }
   if (!module || failed(tg::verifyGraphSignature(*module)))
     return nullptr;

@@ -42,8 +42,6 @@ AttrKind attrKindOf(StringRef name) {
       .Default(AttrKind::Unknown);
 }
 
-std::string typeName(const json &value) { return value.type_name(); }
-
 class JsonGraphImporter {
 public:
   JsonGraphImporter(MLIRContext &context, StringRef fileName)

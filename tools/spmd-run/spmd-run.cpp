@@ -20,6 +20,7 @@
 #include "spmdc/Support/Diagnostics.h"
 #include "spmdc/Support/Logging.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
@@ -102,6 +103,22 @@ public:
         info.role == "data" ? data.get() : params.get();
     if (file && file->find(info.name))
       return readFromFile(*file, info, tensor, error);
+    // Weights the program carries (a torch.export archive's).
+    if (info.initialValue) {
+      auto dense = llvm::dyn_cast<DenseElementsAttr>(info.initialValue);
+      if (!dense) {
+        error = "parameter '" + info.name + "' has an unreadable initial value";
+        return false;
+      }
+      size_t i = 0;
+      if (llvm::isa<FloatType>(dense.getElementType()))
+        for (const APFloat &v : dense.getValues<APFloat>())
+          tensor.data[i++] = v.convertToDouble();
+      else
+        for (const APInt &v : dense.getValues<APInt>())
+          tensor.data[i++] = static_cast<double>(v.getSExtValue());
+      return true;
+    }
     // A --params file must hold every parameter: a missing one is far more
     // likely a wrong file than a wish for random values.
     if (file && info.role == "param") {

@@ -40,6 +40,10 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_option("--beta2", options.beta2, "AdamW beta2");
   app.add_option("--eps", options.eps, "AdamW epsilon");
   app.add_option("--report", options.report, "compile report JSON file");
+  app.add_option("--loss", options.loss,
+                 "for a torch.export model that returns logits: the loss to "
+                 "append, against a new int64 'labels' input")
+      ->check(CLI::IsMember({"cross_entropy"}));
   app.add_option("--log-level", options.logLevel, "log level (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
 

@@ -26,6 +26,7 @@ struct DriverOptions {
   std::string optimizer;
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
   std::string report;
+  std::string loss;
   std::string logLevel = "warn";
   /// Arguments for llvm::cl, argv[0] first.
   std::vector<std::string> mlirArgs;

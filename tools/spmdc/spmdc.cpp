@@ -110,8 +110,10 @@ int main(int argc, char **argv) {
 
   auto format = spmdc::parseInputFormat(options.inputFormat);
   spdlog::info("importing {}", options.input);
+  spmdc::ImportOptions importOptions;
+  importOptions.appendLoss = options.loss;
   OwningOpRef<ModuleOp> module =
-      spmdc::importGraph(sourceMgr, *format, context);
+      spmdc::importGraph(sourceMgr, *format, context, importOptions);
   if (!module)
     return 1;
 

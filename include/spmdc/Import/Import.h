@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
+#include <string>
 
 namespace llvm {
 class SourceMgr;
@@ -25,6 +26,13 @@ namespace spmdc {
 
 enum class InputFormat { Auto, Mlir, Json, Pt2 };
 
+/// Choices the user makes about an import.
+struct ImportOptions {
+  /// For a torch.export model that returns logits: the loss to append
+  /// ("cross_entropy", against a new int64 `labels` input); empty: none.
+  std::string appendLoss;
+};
+
 /// Parses "auto", "mlir", "json" or "pt2".
 std::optional<InputFormat> parseInputFormat(llvm::StringRef text);
 
@@ -32,12 +40,19 @@ std::optional<InputFormat> parseInputFormat(llvm::StringRef text);
 /// `Auto` picks by extension, then by content.
 mlir::OwningOpRef<mlir::ModuleOp> importGraph(llvm::SourceMgr &sourceMgr,
                                               InputFormat format,
-                                              mlir::MLIRContext &context);
+                                              mlir::MLIRContext &context,
+                                              const ImportOptions &options = {});
 
 /// Imports a graph in the project's JSON format (docs/graph-format.md).
 mlir::OwningOpRef<mlir::ModuleOp>
 importJsonGraph(llvm::StringRef text, llvm::StringRef fileName,
                 mlir::MLIRContext &context);
+
+/// Imports a torch.export program: a `.pt2` archive or a bare
+/// ExportedProgram JSON file (docs/pytorch.md).
+mlir::OwningOpRef<mlir::ModuleOp>
+importTorchExport(llvm::StringRef bytes, llvm::StringRef fileName,
+                  mlir::MLIRContext &context, const ImportOptions &options);
 
 } // namespace spmdc
 

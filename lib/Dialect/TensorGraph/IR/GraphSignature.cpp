@@ -33,6 +33,7 @@ static std::vector<GraphValueInfo> readInfos(func::FuncOp fn, bool arguments) {
         info.role = role.str();
       if (auto bound = attrs.getAs<IntegerAttr>(kIndexBoundAttr))
         info.indexBound = bound.getInt();
+      info.initialValue = attrs.getAs<ElementsAttr>(kInitAttr);
     }
     infos.push_back(std::move(info));
   }
@@ -101,8 +102,11 @@ static std::optional<int64_t> boundFromUse(Operation *user,
   if (auto op = llvm::dyn_cast<GatherOp>(user))
     return operandNumber == 1 ? std::optional(dimOf(op.getInput(), op.getDim()))
                               : std::nullopt;
-  if (llvm::isa<ReshapeOp, TransposeOp, BroadcastOp, SliceOp, ConcatOp,
-                ConvertOp>(user)) {
+  // Through ops that move values around, and through the value operands
+  // of a select (PyTorch's cross-entropy selects labels != ignore_index).
+  bool selectsValue = llvm::isa<SelectOp>(user) && operandNumber != 0;
+  if (selectsValue || llvm::isa<ReshapeOp, TransposeOp, BroadcastOp, SliceOp,
+                                ConcatOp, ConvertOp>(user)) {
     std::optional<int64_t> bound;
     for (OpOperand &use : user->getResult(0).getUses())
       if (auto b = boundFromUse(use.getOwner(), use.getOperandNumber()))

@@ -57,6 +57,12 @@ static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
              << ", got " << attr.getValue();
     return success();
   }
+  if (name == kInitAttr && isArgument) {
+    if (!llvm::isa<ElementsAttr>(attr.getValue()))
+      return op->emitError() << what << " #" << index << ": '" << kInitAttr
+                             << "' must be a tensor literal";
+    return success();
+  }
   if (name == kIndexBoundAttr && isArgument) {
     auto bound = llvm::dyn_cast<IntegerAttr>(attr.getValue());
     if (!bound || bound.getInt() < 1)

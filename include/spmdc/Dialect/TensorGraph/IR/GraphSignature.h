@@ -10,6 +10,7 @@
 #define SPMDC_DIALECT_TENSORGRAPH_IR_GRAPHSIGNATURE_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <optional>
@@ -24,6 +25,8 @@ struct GraphValueInfo {
   mlir::RankedTensorType type;
   /// For integer data inputs: values lie in [0, indexBound).
   std::optional<int64_t> indexBound;
+  /// For parameters imported with their weights: the initial value.
+  mlir::ElementsAttr initialValue;
 };
 
 /// The graph's entry function, or null (with an error at the module) if the

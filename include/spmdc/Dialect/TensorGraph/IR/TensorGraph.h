@@ -68,6 +68,9 @@ inline constexpr llvm::StringLiteral kNameAttr = "tg.name";
 inline constexpr llvm::StringLiteral kRoleAttr = "tg.role";
 /// Argument attribute on integer data: values lie in [0, bound).
 inline constexpr llvm::StringLiteral kIndexBoundAttr = "tg.index_bound";
+/// Argument attribute of a parameter: its initial value (the weights a
+/// torch.export archive carries), a logical tensor.
+inline constexpr llvm::StringLiteral kInitAttr = "tg.init";
 /// Module attribute: the model's name.
 inline constexpr llvm::StringLiteral kModelAttr = "tg.model";
 /// Op attribute: the op belongs to the optimizer update ("optimizer").

@@ -1,0 +1,96 @@
+//===- TorchExport.h - torch.export nodes into tg ops -----------*- C++ -*-===//
+//
+// Private to the importer: the view of one ExportedProgram node that the
+// ATen op mappings (AtenOps.cpp) work with, and the mapping table.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_LIB_IMPORT_TORCHEXPORT_H
+#define SPMDC_LIB_IMPORT_TORCHEXPORT_H
+
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+
+namespace spmdc::torch_export {
+
+/// The element type of a torch ScalarType enum value (schema.py), or null.
+mlir::Type scalarType(mlir::MLIRContext *context, int64_t code);
+
+/// One node being imported: its arguments by schema name (omitted ones take
+/// their defaults), its declared outputs, and a place for errors.
+class Node {
+public:
+  Node(const nlohmann::json &node, mlir::OpBuilder &builder,
+       mlir::Location loc,
+       std::function<mlir::Value(const std::string &)> lookup,
+       std::function<mlir::RankedTensorType(const std::string &)> metaType)
+      : node(node), b(builder), loc(loc), lookup(std::move(lookup)),
+        metaType(std::move(metaType)) {}
+
+  const nlohmann::json &node;
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+
+  tg::GraphMath math() { return {b, loc}; }
+  /// An error at the node; the caller returns failure.
+  mlir::InFlightDiagnostic error() { return mlir::emitError(loc); }
+
+  /// The argument `name` (or positional `index` when the schema names none),
+  /// null if omitted or None.
+  const nlohmann::json *arg(llvm::StringRef name) const;
+  bool has(llvm::StringRef name) const { return arg(name) != nullptr; }
+
+  /// A tensor argument; failure (with an error) if absent or not a tensor.
+  mlir::FailureOr<mlir::Value> tensor(llvm::StringRef name);
+  /// A tensor argument or nothing.
+  std::optional<mlir::Value> optionalTensor(llvm::StringRef name);
+  /// The tensors of a list argument.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> tensors(llvm::StringRef name);
+  mlir::FailureOr<int64_t> integer(llvm::StringRef name,
+                                   std::optional<int64_t> defaultValue = {});
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  integers(llvm::StringRef name,
+           std::optional<llvm::SmallVector<int64_t>> defaultValue = {});
+  /// A number (int, float, bool; "Infinity"/"-Infinity"/"NaN" allowed).
+  mlir::FailureOr<double> number(llvm::StringRef name,
+                                 std::optional<double> defaultValue = {});
+  mlir::FailureOr<bool> boolean(llvm::StringRef name, bool defaultValue);
+  mlir::FailureOr<std::string> string(llvm::StringRef name,
+                                      std::string defaultValue);
+  /// A tensor argument, or a scalar argument made a rank-0 tensor of
+  /// `elementType`.
+  mlir::FailureOr<mlir::Value> tensorOrScalar(llvm::StringRef name,
+                                              mlir::Type elementType);
+
+  /// The number of outputs the node declares.
+  size_t numOutputs() const;
+  /// The declared type of output `i`.
+  mlir::RankedTensorType outputType(size_t i = 0);
+  /// Defines output `i` (converted to its declared element type when the
+  /// mapping computed it in another one).
+  mlir::LogicalResult define(size_t i, mlir::Value value);
+  llvm::SmallVector<std::pair<std::string, mlir::Value>> defined;
+
+  /// Converts `value` to `elementType` if it differs.
+  mlir::Value cast(mlir::Value value, mlir::Type elementType);
+
+private:
+  std::string outputName(size_t i) const;
+  std::function<mlir::Value(const std::string &)> lookup;
+  std::function<mlir::RankedTensorType(const std::string &)> metaType;
+};
+
+using Mapping = std::function<mlir::LogicalResult(Node &)>;
+
+/// The ATen targets spmdc maps ("torch.ops.aten.addmm.default", ...).
+const llvm::StringMap<Mapping> &atenMappings();
+
+} // namespace spmdc::torch_export
+
+#endif // SPMDC_LIB_IMPORT_TORCHEXPORT_H
