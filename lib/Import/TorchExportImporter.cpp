@@ -349,6 +349,9 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
     DenseElementsAttr value;
   };
   SmallVector<Fixed> fixedValues;
+  std::map<std::string, size_t> parameterOfBlob;
+  SmallVector<std::pair<std::string, size_t>> aliases;
+  std::map<size_t, SmallVector<Attribute>> aliasNames;
   for (auto [i, spec] : llvm::enumerate(signature["input_specs"])) {
     std::string place = "/graph_module/signature/input_specs/" +
                         std::to_string(i);
@@ -369,9 +372,21 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
     NamedAttrList attrs;
     if (kind == "parameter") {
       std::string name = body.value("parameter_name", valueName);
+      auto it = weights.find(name);
+      // Tied weights (one blob, two names) are one parameter: the later
+      // name is an alias of the first.
+      if (it != weights.end()) {
+        std::string blob = it->second.value("path_name", "");
+        auto tied = parameterOfBlob.find(blob);
+        if (tied != parameterOfBlob.end()) {
+          aliases.push_back({valueName, tied->second});
+          aliasNames[tied->second].push_back(builder.getStringAttr(name));
+          continue;
+        }
+        parameterOfBlob[blob] = argTypes.size();
+      }
       attrs.append(tg::kNameAttr, builder.getStringAttr(name));
       attrs.append(tg::kRoleAttr, builder.getStringAttr("param"));
-      auto it = weights.find(name);
       if (it != weights.end()) {
         auto value = loadTensor(name, it->second, place);
         if (failed(value))
@@ -419,9 +434,14 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
                                  builder.getFunctionType(argTypes, {}));
   Block *body = fn.addEntryBlock();
   for (auto [i, attrs] : llvm::enumerate(argAttrs)) {
-    fn.setArgAttrs(i, attrs);
+    NamedAttrList list(attrs);
+    if (aliasNames.count(i))
+      list.append(tg::kAliasesAttr, builder.getArrayAttr(aliasNames[i]));
+    fn.setArgAttrs(i, list.getDictionary(&context));
     values[argValueNames[i]] = body->getArgument(i);
   }
+  for (auto &[valueName, index] : aliases)
+    values[valueName] = body->getArgument(index);
   builder.setInsertionPointToStart(body);
   for (const Fixed &fixed : fixedValues)
     values[fixed.valueName] =
@@ -491,6 +511,7 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
     Value labels = fn.getArgument(fn.getNumArguments() - 1);
     addResult(tg::CrossEntropyOp::create(builder, fileLoc, logits, labels),
               "loss", "loss");
+    haveLoss = true;
     addResult(logits, userOutputs.front().first, "output");
   } else {
     for (auto &[name, v] : userOutputs) {

@@ -281,8 +281,9 @@ std::optional<ShardSpec> parseShardSpec(StringRef text, StringRef fileName,
 std::optional<ShardSpec> readShardSpec(StringRef path, MLIRContext &context) {
   std::string error;
   if (path == "-") {
-    emitError(UnknownLoc::get(&context))
-        << "the shard spec cannot come from stdin: give a file";
+    emitError(FileLineColLoc::get(&context, "--shard-spec", 0, 0))
+        << "the shard spec cannot come from stdin (the graph may): give a "
+           "file";
     return std::nullopt;
   }
   std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &error);

@@ -114,6 +114,9 @@ def main(argv=None):
     ap.add_argument("--atol", type=float, default=1e-12)
     ap.add_argument("--prefix", default="",
                     help="compare only the expected keys with this prefix")
+    ap.add_argument("--actual-prefix", default="",
+                    help="the actual file's key for expected key K is this "
+                         "prefix + K (e.g. 'grad/' for --save-outputs)")
     ap.add_argument("--exclude", action="append", default=[],
                     help="skip the expected keys with this prefix "
                          "(repeatable)")
@@ -136,11 +139,11 @@ def main(argv=None):
     overall = 0.0
     for key in keys:
         _, shape, want = expected[key]
-        if key not in actual:
+        if args.actual_prefix + key not in actual:
             print(f"FAIL {key}: missing from {args.actual}")
             failures += 1
             continue
-        _, got_shape, got = actual[key]
+        _, got_shape, got = actual[args.actual_prefix + key]
         if got_shape != shape:
             print(f"FAIL {key}: shape {got_shape}, expected {shape}")
             failures += 1

@@ -476,9 +476,13 @@ int main(int argc, char **argv) {
       if (argInfos[a].role == "param") {
         Tensor logical = assemble(args, a, argShardings[a], mesh, options.f64,
                                   "param '" + argInfos[a].name + "'");
-        saved.push_back({argInfos[a].name,
-                         savedDType(argInfos[a].type.getElementType()),
-                         logical.shape, logical.data});
+        // Tied weights are saved under each of their names.
+        std::vector<std::string> names{argInfos[a].name};
+        names.insert(names.end(), argInfos[a].aliases.begin(),
+                     argInfos[a].aliases.end());
+        for (const std::string &name : names)
+          saved.push_back({name, savedDType(argInfos[a].type.getElementType()),
+                           logical.shape, logical.data});
       }
     if (!spmdc::rt::writeSafeTensors(options.saveParams, saved, errorMessage))
       return fail(errorMessage);

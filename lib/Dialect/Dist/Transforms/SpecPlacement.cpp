@@ -281,6 +281,11 @@ placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
     if (!rule.isGlob && !names.contains(rule.pattern))
       return placer.error(rule.pointer)
              << "the graph has no tensor '" << rule.pattern << "'";
+  for (const auto &[pattern, dim] : spec.batchDims)
+    if (StringRef(pattern).find_first_of("*?[") == StringRef::npos &&
+        !names.contains(pattern))
+      return placer.error("/batch_dims/" + pattern)
+             << "the graph has no input '" << pattern << "'";
 
   SmallVector<TensorSharding> shardings;
   for (const tg::GraphValueInfo &info : infos) {
@@ -292,6 +297,13 @@ placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
       rule = spec.findRule(parameterOf(info.name));
     if (rule && failed(placer.applyRule(*rule, info, sharding)))
       return failure();
+    // Tensor-parallel axes major, data-parallel minor, however placed.
+    for (auto &axes : sharding.dims)
+      std::stable_partition(axes.begin(), axes.end(), [&](int axis) {
+        auto preset = spec.presets.find(mesh.axes[axis]);
+        return preset == spec.presets.end() ||
+               !isDataParallelPreset(preset->second);
+      });
     if (failed(sharding.localShape(info.type.getShape(), mesh)))
       return placer.error(rule ? rule->pointer : "/presets")
              << "'" << info.name << "' of shape "

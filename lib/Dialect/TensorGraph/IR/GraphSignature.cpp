@@ -34,6 +34,9 @@ static std::vector<GraphValueInfo> readInfos(func::FuncOp fn, bool arguments) {
       if (auto bound = attrs.getAs<IntegerAttr>(kIndexBoundAttr))
         info.indexBound = bound.getInt();
       info.initialValue = attrs.getAs<ElementsAttr>(kInitAttr);
+      if (auto aliases = attrs.getAs<ArrayAttr>(kAliasesAttr))
+        for (Attribute a : aliases)
+          info.aliases.push_back(llvm::cast<StringAttr>(a).str());
     }
     infos.push_back(std::move(info));
   }

@@ -57,6 +57,15 @@ static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
              << ", got " << attr.getValue();
     return success();
   }
+  if (name == kAliasesAttr && isArgument) {
+    auto names = llvm::dyn_cast<ArrayAttr>(attr.getValue());
+    if (!names || !llvm::all_of(names, [](Attribute a) {
+          return llvm::isa<StringAttr>(a);
+        }))
+      return op->emitError() << what << " #" << index << ": '"
+                             << kAliasesAttr << "' must be a list of names";
+    return success();
+  }
   if (name == kInitAttr && isArgument) {
     if (!llvm::isa<ElementsAttr>(attr.getValue()))
       return op->emitError() << what << " #" << index << ": '" << kInitAttr

@@ -27,6 +27,8 @@ struct GraphValueInfo {
   std::optional<int64_t> indexBound;
   /// For parameters imported with their weights: the initial value.
   mlir::ElementsAttr initialValue;
+  /// Other names of the same tensor (tied weights).
+  std::vector<std::string> aliases;
 };
 
 /// The graph's entry function, or null (with an error at the module) if the

@@ -71,6 +71,9 @@ inline constexpr llvm::StringLiteral kIndexBoundAttr = "tg.index_bound";
 /// Argument attribute of a parameter: its initial value (the weights a
 /// torch.export archive carries), a logical tensor.
 inline constexpr llvm::StringLiteral kInitAttr = "tg.init";
+/// Argument attribute of a parameter: other names of the same tensor (tied
+/// weights), which --save-params writes too.
+inline constexpr llvm::StringLiteral kAliasesAttr = "tg.aliases";
 /// Module attribute: the model's name.
 inline constexpr llvm::StringLiteral kModelAttr = "tg.model";
 /// Op attribute: the op belongs to the optimizer update ("optimizer").
