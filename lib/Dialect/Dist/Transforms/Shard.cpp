@@ -64,7 +64,7 @@ struct Source {
 /// A source extends what a factor already has (the same axes, then more)
 /// and contributes the longest prefix of its axes that no other factor
 /// uses and that divides the factor; a factor that must stay whole gets
-/// nothing. Axes in `parametersFirst` (sequence parallelism's) are settled
+/// nothing. Factors the result keeps are settled before contracted ones. Axes in `parametersFirst` (sequence parallelism's) are settled
 /// first, with parameters ahead of activations: there the weights stay put
 /// and activations move.
 FactorAxes assignFactors(const ShardingRule &rule, SmallVector<Source> sources,
@@ -84,7 +84,8 @@ FactorAxes assignFactors(const ShardingRule &rule, SmallVector<Source> sources,
   };
   FactorAxes assigned(rule.factorSizes.size());
   llvm::DenseSet<int> used;
-  auto assign = [&](ArrayRef<Source> ordered, bool firstPass) {
+  auto assign = [&](ArrayRef<Source> ordered, bool firstPass,
+                    bool contractions) {
     for (const Source &source : ordered) {
       for (auto [dim, factors] : llvm::enumerate(*source.factorsPerDim)) {
         Axes axes;
@@ -94,6 +95,8 @@ FactorAxes assignFactors(const ShardingRule &rule, SmallVector<Source> sources,
         if (axes.empty() || factors.empty())
           continue;
         int f = factors.front();
+        if (rule.isContraction(f) != contractions)
+          continue;
         Axes &have = assigned[f];
         // In the second pass `have` may hold first-pass axes the source
         // lists too; compare on the axes this source offers.
@@ -112,9 +115,31 @@ FactorAxes assignFactors(const ShardingRule &rule, SmallVector<Source> sources,
       }
     }
   };
+  // A result leading (-1) goes first and one trailing (2) last; among the
+  // operands, kept factors go before contracted ones: sharding a
+  // contraction leaves a partial sum to reduce, so it only takes axes the
+  // kept factors do not want.
+  auto run = [&](ArrayRef<Source> ordered, bool firstPass) {
+    auto group = [&](auto keep) {
+      SmallVector<Source> selected;
+      for (const Source &s : ordered)
+        if (keep(s.priority))
+          selected.push_back(s);
+      return selected;
+    };
+    auto leading = group([](int p) { return p < 0; });
+    auto operands = group([](int p) { return p == 0 || p == 1; });
+    auto trailing = group([](int p) { return p > 1; });
+    for (bool contractions : {false, true})
+      assign(leading, firstPass, contractions);
+    for (bool contractions : {false, true})
+      assign(operands, firstPass, contractions);
+    for (bool contractions : {false, true})
+      assign(trailing, firstPass, contractions);
+  };
   if (!parametersFirst.empty())
-    assign(byPriority(sources, /*swap=*/true), /*firstPass=*/true);
-  assign(byPriority(sources, /*swap=*/false), /*firstPass=*/false);
+    run(byPriority(sources, /*swap=*/true), /*firstPass=*/true);
+  run(byPriority(sources, /*swap=*/false), /*firstPass=*/false);
   return assigned;
 }
 
