@@ -8,3 +8,4 @@ cp build/docs/Dialects/TensorGraphOps.md docs/ops.md
 cp build/docs/Dialects/DistOps.md docs/dist-ops.md
 cp build/docs/TensorGraphPasses.md docs/passes.md
 cp build/docs/DistPasses.md docs/dist-passes.md
+cp build/docs/ConversionPasses.md docs/conversion-passes.md

@@ -29,4 +29,5 @@ llvm_config.with_environment("PATH", config.spmdc_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["spmdc", "spmdc-opt", "spmd-run"], [config.spmdc_tools_dir])
 llvm_config.add_tool_substitutions(
-    ["FileCheck", "not", "count", "split-file"], [config.llvm_tools_dir])
+    ["FileCheck", "not", "count", "split-file", "mlir-runner"],
+    [config.llvm_tools_dir])

@@ -8,6 +8,7 @@
 #ifndef SPMDC_INITALL_H
 #define SPMDC_INITALL_H
 
+#include "spmdc/Conversion/Passes.h"
 #include "spmdc/Dialect/Dist/IR/Dist.h"
 #include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
@@ -32,6 +33,7 @@ inline void registerAllPasses() {
   mlir::registerSymbolDCEPass();
   tg::registerTensorGraphPasses();
   dist::registerDistPasses();
+  registerConversionPasses();
 }
 
 } // namespace spmdc

@@ -1,15 +1,22 @@
 //===- spmdc-opt.cpp - mlir-opt with every spmdc dialect and pass ---------===//
 //
-// The tool lit tests drive passes through.
+// The tool lit tests drive passes through: the project's dialects and passes
+// plus MLIR's own, so a test can run a whole lowering pipeline.
 //
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/InitAll.h"
 
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllPasses();
   spmdc::registerAllDialects(registry);
   spmdc::registerAllPasses();
   return mlir::asMainReturnCode(

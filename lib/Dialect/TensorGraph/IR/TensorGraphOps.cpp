@@ -436,6 +436,8 @@ LogicalResult ScaledDotProductAttentionOp::inferReturnTypes(
   return success();
 }
 
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
 //===----------------------------------------------------------------------===//
 // Verifiers of ops with a written result type
 //===----------------------------------------------------------------------===//

@@ -468,6 +468,8 @@ def TG_ConstantOp : TG_InferredOp<"constant", [ConstantLike]> {
   let arguments = (ins ElementsAttr:$value);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$value attr-dict";
+  // Its value, for MLIR's constant handling (ConstantLike ops must fold).
+  let hasFolder = 1;
 }
 
 def TG_RandUniformOp : TG_Op<"rand_uniform", [Pure]> {

@@ -1,0 +1,22 @@
+//===- Passes.h - conversions out of the tg dialect -------------*- C++ -*-===//
+
+#ifndef SPMDC_CONVERSION_PASSES_H
+#define SPMDC_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace spmdc {
+
+#define GEN_PASS_DECL
+#include "spmdc/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "spmdc/Conversion/Passes.h.inc"
+
+} // namespace spmdc
+
+#endif // SPMDC_CONVERSION_PASSES_H

@@ -1,0 +1,130 @@
+/*===- Collectives.h - MPI collectives over mesh axes (C ABI) -----*- C -*-===*\
+|*                                                                            *|
+|* What a compiled per-rank program calls to talk to the other ranks of its   *|
+|* mesh on the CPU backend: start-up, the step counter that error messages    *|
+|* name, and the collectives of the dist dialect over groups of mesh axes,    *|
+|* on contiguous row-major buffers. Implemented on MPI (OpenMPI); no MLIR.    *|
+|*                                                                            *|
+|* Groups. The mesh has `mesh_rank` axes of sizes mesh_shape[0..mesh_rank);   *|
+|* MPI rank r sits at the row-major multi-index of the mesh (last axis        *|
+|* fastest). A collective names an ordered list of distinct mesh axes A.      *|
+|* The group of rank r over A is every rank that agrees with r on each axis   *|
+|* not in A; a member's index in the group is its multi-index over A,         *|
+|* row-major in the order A lists the axes (first listed axis most            *|
+|* significant). This is exactly the interpreter's Mesh::groupMembers and     *|
+|* Mesh::groupIndex, so {1, 0} and {0, 1} name the same ranks in different    *|
+|* orders. An empty list is the group of r alone.                             *|
+|*                                                                            *|
+|* Failure. No function returns an error: on bad arguments, a failed MPI      *|
+|* call, or a collective that has not completed within the watchdog's         *|
+|* timeout, the calling rank prints one line to stderr,                       *|
+|*   spmd-run: rank R: step S: <call>: <what went wrong>                      *|
+|* and calls MPI_Abort(MPI_COMM_WORLD, 1), which ends every rank of the job.  *|
+|* The functions return 0 so that callers may still check.                    *|
+|*                                                                            *|
+|* docs/runtime.md describes all of this at more length.                      *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef SPMDC_RUNTIME_COLLECTIVES_H
+#define SPMDC_RUNTIME_COLLECTIVES_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Element types of collective buffers. Reductions sum (integers wrap as
+/// MPI's MPI_SUM does for them).
+enum spmd_dtype {
+  SPMD_DTYPE_F32 = 0,
+  SPMD_DTYPE_F64 = 1,
+  SPMD_DTYPE_I64 = 2,
+  SPMD_DTYPE_I32 = 3
+};
+
+/// The most mesh axes spmd_rt_init accepts.
+#define SPMD_RT_MAX_MESH_AXES 8
+
+/// Starts the runtime on this rank: MPI_Init_thread (asking for
+/// MPI_THREAD_MULTIPLE) unless MPI is already initialised, a check that the
+/// world size equals the product of `mesh_shape` (rank 0 prints the
+/// mismatch and the job aborts otherwise), MPI_ERRORS_RETURN on
+/// MPI_COMM_WORLD, one sub-communicator per non-empty set of mesh axes
+/// (created up front, so every rank creates them in the same order), and the
+/// watchdog thread. The watchdog's timeout is read from the environment
+/// variable SPMD_COLLECTIVE_TIMEOUT_S (seconds, fractions allowed, default
+/// 60; 0 turns the watchdog off). `argc` and `argv` go to MPI and may be
+/// null. 0 < mesh_rank <= SPMD_RT_MAX_MESH_AXES, every size >= 1. Call once,
+/// before any other function here.
+int spmd_rt_init(int *argc, char ***argv, int32_t mesh_rank,
+                 const int64_t *mesh_shape);
+
+/// This process's rank in MPI_COMM_WORLD, which is its mesh rank.
+int spmd_rt_rank(void);
+
+/// The number of ranks (the mesh's rank count).
+int spmd_rt_size(void);
+
+/// Records the training step under way, which every error message names.
+/// It is 0 until the first call (set-up before the first step).
+void spmd_rt_set_step(int64_t step);
+
+/// The number of ranks in this rank's group over `axes` (`num_axes`
+/// entries): the product of those axes' sizes.
+int64_t spmd_rt_group_size(const int32_t *axes, int32_t num_axes);
+
+/// This rank's index in its group over `axes`: its multi-index over the
+/// listed axes, row-major in the listed order. With one axis, this rank's
+/// coordinate on it.
+int64_t spmd_rt_group_index(const int32_t *axes, int32_t num_axes);
+
+/// Waits for every rank (under the watchdog), stops the watchdog, frees the
+/// sub-communicators and calls MPI_Finalize if spmd_rt_init initialised MPI.
+/// A rank whose process ends without calling this prints a line naming
+/// itself and the step (OpenMPI then aborts the job).
+void spmd_rt_finalize(void);
+
+/// Sums `count` elements of `dtype` at `inout` over the group: afterwards
+/// every member holds the elementwise sum of all members' buffers.
+int spmd_all_reduce(void *inout, int64_t count, int32_t dtype,
+                    const int32_t *axes, int32_t num_axes);
+
+/// Concatenates the members' `in` tensors (shape `local_shape`, `rank`
+/// dims, the same on every member) along `dim`, in group order, into `out`
+/// (shape `local_shape` with dim `dim` multiplied by the group size).
+int spmd_all_gather(const void *in, void *out, int32_t rank,
+                    const int64_t *local_shape, int32_t dim, int32_t dtype,
+                    const int32_t *axes, int32_t num_axes);
+
+/// Sums the members' `in` tensors (shape `in_shape`) and leaves in `out` the
+/// chunk this rank's group index selects: `in_shape[dim]` is cut into group
+/// size equal chunks, and member i keeps chunk i (shape `in_shape` with dim
+/// `dim` divided by the group size).
+int spmd_reduce_scatter(const void *in, void *out, int32_t rank,
+                        const int64_t *in_shape, int32_t dim, int32_t dtype,
+                        const int32_t *axes, int32_t num_axes);
+
+/// Every member cuts its `in` (shape `in_shape`) into group size equal
+/// chunks along `split_dim` and sends chunk j to member j; member i's `out`
+/// is the chunks it receives, concatenated along `concat_dim` in group order
+/// of their senders. `out`'s shape is `in_shape` with `split_dim` divided by
+/// the group size, then `concat_dim` multiplied by it.
+int spmd_all_to_all(const void *in, void *out, int32_t rank,
+                    const int64_t *in_shape, int32_t split_dim,
+                    int32_t concat_dim, int32_t dtype, const int32_t *axes,
+                    int32_t num_axes);
+
+/// No communication: copies into `out` this rank's chunk of `in` (shape
+/// `in_shape`) along `dim`, cut into group size equal chunks, member i
+/// taking chunk i: the inverse of spmd_all_gather.
+int spmd_local_slice(const void *in, void *out, int32_t rank,
+                     const int64_t *in_shape, int32_t dim, int32_t dtype,
+                     const int32_t *axes, int32_t num_axes);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif /* SPMDC_RUNTIME_COLLECTIVES_H */
