@@ -1,6 +1,7 @@
 # lit configuration of the spmdc tests.
 
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -18,6 +19,8 @@ config.substitutions.append(
     ("%expect-exit", os.path.join(config.test_source_root, "Inputs", "expect-exit.sh")))
 config.substitutions.append(
     ("%check-sharded", os.path.join(config.test_source_root, "Sharding", "Inputs", "check-sharded.sh")))
+config.substitutions.append(
+    ("%mpirun", os.path.join(config.test_source_root, "Runtime", "Inputs", "mpirun.sh")))
 config.substitutions.append(("%spmdc_obj_root", config.spmdc_obj_root))
 config.substitutions.append(("%spmdc_src_root", config.spmdc_src_root))
 config.substitutions.append(("%examples", os.path.join(config.spmdc_src_root, "docs", "examples")))
@@ -31,3 +34,9 @@ llvm_config.add_tool_substitutions(
 llvm_config.add_tool_substitutions(
     ["FileCheck", "not", "count", "split-file", "mlir-runner"],
     [config.llvm_tools_dir])
+
+# The runtime's MPI tests need mpirun and the MPI test program, which is
+# built only where CMake found MPI.
+if shutil.which("mpirun") and os.path.exists(
+        os.path.join(config.spmdc_tools_dir, "spmdc-collectives-test")):
+    config.available_features.add("mpi")
