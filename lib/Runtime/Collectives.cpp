@@ -15,6 +15,10 @@
 
 #include "spmdc/Runtime/Collectives.h"
 
+// The C API only: without these, mpi.h pulls in MPI's deprecated C++
+// bindings, which want libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <atomic>
@@ -184,8 +188,7 @@ void requireInit(const char *call) {
   State &s = state();
   if (!s.initialized || s.finalized) {
     writeLine(prefix() + call + ": called " +
-              (s.finalized ? "after spmd_rt_finalize"
-                           : "before spmd_rt_init"));
+              (s.finalized ? "after spmd_rt_finalize" : "before spmd_rt_init"));
     abortJob();
   }
 }
@@ -316,9 +319,8 @@ public:
 
 void watchdogLoop() {
   State &s = state();
-  auto poll = std::chrono::milliseconds(
-      std::max<int64_t>(10, std::min<int64_t>(
-                                200, static_cast<int64_t>(s.timeoutS * 50))));
+  auto poll = std::chrono::milliseconds(std::max<int64_t>(
+      10, std::min<int64_t>(200, static_cast<int64_t>(s.timeoutS * 50))));
   std::unique_lock<std::mutex> lock(s.mutex);
   while (!s.stop) {
     s.wake.wait_for(lock, poll);
@@ -382,8 +384,7 @@ DTypeInfo dtypeInfo(const char *call, int32_t dtype) {
   case SPMD_DTYPE_I32:
     return {MPI_INT32_T, 4};
   default:
-    fail(call, "unknown dtype %d (expected 0 f32, 1 f64, 2 i64, 3 i32)",
-         dtype);
+    fail(call, "unknown dtype %d (expected 0 f32, 1 f64, 2 i64, 3 i32)", dtype);
   }
 }
 
@@ -711,8 +712,8 @@ int spmd_all_to_all(const void *in, void *out, int32_t rank,
   // A received block has the chunk's shape; out concatenates them.
   std::vector<int64_t> chunkShape(in_shape, in_shape + rank);
   chunkShape[split_dim] /= g.size;
-  Layout concat = layoutOf(call, rank, chunkShape.data(), concat_dim,
-                           "concat_dim");
+  Layout concat =
+      layoutOf(call, rank, chunkShape.data(), concat_dim, "concat_dim");
   int block = blockCount(call, concat.count());
   Armed armed(call, axes, num_axes);
   const void *send = in;

@@ -150,18 +150,30 @@ struct Buffer {
   void *data() { return bytes.data(); }
   void set(int64_t i, double v) {
     switch (dtype) {
-    case SPMD_DTYPE_F32: reinterpret_cast<float *>(data())[i] = v; break;
-    case SPMD_DTYPE_F64: reinterpret_cast<double *>(data())[i] = v; break;
-    case SPMD_DTYPE_I64: reinterpret_cast<int64_t *>(data())[i] = v; break;
-    default: reinterpret_cast<int32_t *>(data())[i] = v; break;
+    case SPMD_DTYPE_F32:
+      reinterpret_cast<float *>(data())[i] = v;
+      break;
+    case SPMD_DTYPE_F64:
+      reinterpret_cast<double *>(data())[i] = v;
+      break;
+    case SPMD_DTYPE_I64:
+      reinterpret_cast<int64_t *>(data())[i] = v;
+      break;
+    default:
+      reinterpret_cast<int32_t *>(data())[i] = v;
+      break;
     }
   }
   double get(int64_t i) {
     switch (dtype) {
-    case SPMD_DTYPE_F32: return reinterpret_cast<float *>(data())[i];
-    case SPMD_DTYPE_F64: return reinterpret_cast<double *>(data())[i];
-    case SPMD_DTYPE_I64: return reinterpret_cast<int64_t *>(data())[i];
-    default: return reinterpret_cast<int32_t *>(data())[i];
+    case SPMD_DTYPE_F32:
+      return reinterpret_cast<float *>(data())[i];
+    case SPMD_DTYPE_F64:
+      return reinterpret_cast<double *>(data())[i];
+    case SPMD_DTYPE_I64:
+      return reinterpret_cast<int64_t *>(data())[i];
+    default:
+      return reinterpret_cast<int32_t *>(data())[i];
     }
   }
 };
@@ -182,8 +194,7 @@ std::string axesText(const Axes &axes) {
 
 /// Compares `got` with `expected(flat index)` over `count` elements.
 template <typename F>
-void compare(const std::string &what, Buffer &got, int64_t count,
-             F expected) {
+void compare(const std::string &what, Buffer &got, int64_t count, F expected) {
   ++checks;
   for (int64_t e = 0; e < count; ++e) {
     double want = expected(e);
@@ -231,8 +242,10 @@ void checkAxes(const Axes &axes, int32_t dtype) {
   std::string tag = std::string(dtypeName(dtype)) + " axes " + axesText(axes);
 
   if (spmd_rt_group_size(ax, na) != n || spmd_rt_group_index(ax, na) != index) {
-    std::fprintf(stderr, "rank %d: MISMATCH group of %s: size %lld index %lld, "
-                 "expected %lld %lld\n", myRank, tag.c_str(),
+    std::fprintf(stderr,
+                 "rank %d: MISMATCH group of %s: size %lld index %lld, "
+                 "expected %lld %lld\n",
+                 myRank, tag.c_str(),
                  static_cast<long long>(spmd_rt_group_size(ax, na)),
                  static_cast<long long>(spmd_rt_group_index(ax, na)),
                  static_cast<long long>(n), static_cast<long long>(index));
@@ -281,15 +294,14 @@ void checkAxes(const Axes &axes, int32_t dtype) {
       Buffer out(dtype, product(outShape));
       spmd_reduce_scatter(in.data(), out.data(), 3, inShape.data(), dim, dtype,
                           ax, na);
-      compare("reduce_scatter " + dtag, out, product(outShape),
-              [&](int64_t e) {
-                Shape idx = unflatten(e, outShape);
-                idx[dim] += index * outShape[dim];
-                double sum = 0;
-                for (int64_t m : members)
-                  sum += inputValue(m, flatten(idx, inShape));
-                return sum;
-              });
+      compare("reduce_scatter " + dtag, out, product(outShape), [&](int64_t e) {
+        Shape idx = unflatten(e, outShape);
+        idx[dim] += index * outShape[dim];
+        double sum = 0;
+        for (int64_t m : members)
+          sum += inputValue(m, flatten(idx, inShape));
+        return sum;
+      });
     }
     // local_slice: out[.., k, ..] = in[.., index * C + k, ..].
     {
@@ -298,8 +310,8 @@ void checkAxes(const Axes &axes, int32_t dtype) {
       Shape outShape = base;
       Buffer in = inputOf(myRank, dtype, product(inShape));
       Buffer out(dtype, product(outShape));
-      spmd_local_slice(in.data(), out.data(), 3, inShape.data(), dim, dtype,
-                       ax, na);
+      spmd_local_slice(in.data(), out.data(), 3, inShape.data(), dim, dtype, ax,
+                       na);
       compare("local_slice " + dtag, out, product(outShape), [&](int64_t e) {
         Shape idx = unflatten(e, outShape);
         idx[dim] += index * outShape[dim];
@@ -351,10 +363,10 @@ void checkByHand() {
     // 2 * coord1 + coord0: ranks 0, 2, 1, 3.
     gather1({0, 1}, {0, 1, 2, 3});
     gather1({1, 0}, {0, 2, 1, 3});
-    gather1({0}, myRank % 2 ? std::vector<double>{1, 3}
-                            : std::vector<double>{0, 2});
-    gather1({1}, myRank < 2 ? std::vector<double>{0, 1}
-                            : std::vector<double>{2, 3});
+    gather1({0},
+            myRank % 2 ? std::vector<double>{1, 3} : std::vector<double>{0, 2});
+    gather1({1},
+            myRank < 2 ? std::vector<double>{0, 1} : std::vector<double>{2, 3});
     // in_r = {10r, 10r + 1, 10r + 2, 10r + 3}; the sum is {60, 64, 68, 72};
     // over [1, 0], ranks 0, 1, 2, 3 have group index 0, 2, 1, 3.
     std::vector<double> sums = {60, 64, 68, 72};
@@ -377,8 +389,8 @@ void checkByHand() {
       in.set(i, 10 * myRank + i);
     int64_t shape[] = {2, 2};
     int32_t axes[] = {0};
-    spmd_all_to_all(in.data(), out.data(), 2, shape, 0, 1, SPMD_DTYPE_F32,
-                    axes, 1);
+    spmd_all_to_all(in.data(), out.data(), 2, shape, 0, 1, SPMD_DTYPE_F32, axes,
+                    1);
     std::vector<double> want = myRank == 0 ? std::vector<double>{0, 1, 10, 11}
                                            : std::vector<double>{2, 3, 12, 13};
     compare("by hand: all_to_all split 0 concat 1", out, 4,

@@ -14,9 +14,11 @@ def ConvertTgToLinalg : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
     NumPy broadcast (a stretched size-1 dim reads index 0), so
     `--linalg-fuse-elementwise-ops` fuses producer-consumer chains; reshape,
     slice and concat become tensor ops; embedding and gather read their
-    table with `tensor.extract`. Composites must have been decomposed. Not
-    lowered yet: scatter_add, embedding_backward, rand_uniform and the dist
-    collectives (the pass fails on them).
+    table with `tensor.extract`; scatter_add and embedding_backward, whose
+    outputs are not affine in their loops, are `scf.for` nests inserting
+    into a zero tensor; rand_uniform computes the interpreter's counter
+    generator in integer arithmetic. Composites must have been decomposed.
+    Not lowered yet: the dist collectives (the pass fails on them).
 
     Before:
     ```mlir
@@ -39,7 +41,8 @@ def ConvertTgToLinalg : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 #endif // SPMDC_CONVERSION_PASSES_TD

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Conversion/Passes.h"
+#include "spmdc/Dialect/Dist/IR/Dist.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -556,6 +558,143 @@ struct GatherLowering : OpRewritePattern<tg::GatherOp> {
   }
 };
 
+/// Loops over every index of `shape`, threading `init` through `body`:
+/// the form of a scatter, which linalg's affine outputs cannot state.
+Value loopNest(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+               Value init,
+               function_ref<Value(OpBuilder &, Location, ValueRange, Value)>
+                   body) {
+  SmallVector<Value> ivs;
+  std::function<Value(OpBuilder &, size_t, Value)> nest =
+      [&](OpBuilder &nb, size_t dim, Value acc) -> Value {
+    if (dim == shape.size())
+      return body(nb, loc, ivs, acc);
+    Value lb = arith::ConstantIndexOp::create(nb, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(nb, loc, shape[dim]);
+    Value step = arith::ConstantIndexOp::create(nb, loc, 1);
+    auto loop = scf::ForOp::create(
+        nb, loc, lb, ub, step, ValueRange{acc},
+        [&](OpBuilder &lb2, Location, Value iv, ValueRange iter) {
+          ivs.push_back(iv);
+          Value next = nest(lb2, dim + 1, iter[0]);
+          ivs.pop_back();
+          scf::YieldOp::create(lb2, loc, next);
+        });
+    return loop.getResult(0);
+  };
+  return nest(b, 0, init);
+}
+
+Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type) {
+  return arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+}
+
+/// scatter_add: zeros, then result[.., index[i], ..] += source[i].
+struct ScatterAddLowering : OpRewritePattern<tg::ScatterAddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::ScatterAddOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t dim = *tg::normalizeDim(op.getDim(), op.getType().getRank());
+    Value index = op.getIndex(), source = op.getSource();
+    Value result = loopNest(
+        rewriter, loc, op.getSource().getType().getShape(),
+        zerosOf(rewriter, loc, op.getType()),
+        [&](OpBuilder &b, Location l, ValueRange ivs, Value acc) -> Value {
+          Value i = tensor::ExtractOp::create(b, l, index, ivs);
+          SmallVector<Value> at(ivs);
+          at[dim] = arith::IndexCastOp::create(b, l, b.getIndexType(), i);
+          Value old = tensor::ExtractOp::create(b, l, acc, at);
+          Value add = arith::AddFOp::create(
+              b, l, old, tensor::ExtractOp::create(b, l, source, ivs));
+          return tensor::InsertOp::create(b, l, add, acc, at);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// embedding_backward: zeros [V, D], then row indices[p] += grad[p].
+struct EmbeddingBackwardLowering : OpRewritePattern<tg::EmbeddingBackwardOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::EmbeddingBackwardOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value grad = op.getGrad(), indices = op.getIndices();
+    Value result = loopNest(
+        rewriter, loc, op.getGrad().getType().getShape(),
+        zerosOf(rewriter, loc, op.getType()),
+        [&](OpBuilder &b, Location l, ValueRange ivs, Value acc) -> Value {
+          Value row = tensor::ExtractOp::create(b, l, indices,
+                                                ivs.drop_back());
+          SmallVector<Value> at{
+              arith::IndexCastOp::create(b, l, b.getIndexType(), row),
+              ivs.back()};
+          Value old = tensor::ExtractOp::create(b, l, acc, at);
+          Value add = arith::AddFOp::create(
+              b, l, old, tensor::ExtractOp::create(b, l, grad, ivs));
+          return tensor::InsertOp::create(b, l, add, acc, at);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// rand_uniform: the interpreter's counter-based generator (splitmix64 of
+/// seed and row-major index, top 53 bits / 2^53), element by element.
+struct RandUniformLowering : OpRewritePattern<tg::RandUniformOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::RandUniformOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType out = op.getType();
+    uint64_t seed = static_cast<uint64_t>(op.getSeed());
+    Value result = elementwise(
+        rewriter, op.getLoc(), out, ValueRange{},
+        [&](OpBuilder &b, Location loc, ValueRange) -> Value {
+          Type i64 = b.getI64Type();
+          auto c = [&](uint64_t v) -> Value {
+            return arith::ConstantOp::create(
+                b, loc, b.getIntegerAttr(i64, static_cast<int64_t>(v)));
+          };
+          // Row-major linear index.
+          Value linear = c(0);
+          for (int64_t d = 0; d < out.getRank(); ++d) {
+            Value i = arith::IndexCastOp::create(
+                b, loc, i64, linalg::IndexOp::create(b, loc, d));
+            linear = arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, linear,
+                                              c(out.getDimSize(d))),
+                i);
+          }
+          auto mix = [&](Value z, unsigned shift, uint64_t mul) -> Value {
+            Value s = arith::ShRUIOp::create(b, loc, z, c(shift));
+            Value x = arith::XOrIOp::create(b, loc, z, s);
+            return mul ? arith::MulIOp::create(b, loc, x, c(mul)).getResult()
+                       : x;
+          };
+          Value z = arith::AddIOp::create(
+              b, loc, arith::AddIOp::create(b, loc,
+                                            c(seed * 0x9E3779B97F4A7C15ULL),
+                                            linear),
+              c(1));
+          z = mix(z, 30, 0xBF58476D1CE4E5B9ULL);
+          z = mix(z, 27, 0x94D049BB133111EBULL);
+          z = mix(z, 31, 0);
+          Value top = arith::ShRUIOp::create(b, loc, z, c(11));
+          Value asFloat = arith::UIToFPOp::create(b, loc, b.getF64Type(), top);
+          Value scale = arith::ConstantOp::create(
+              b, loc, b.getF64FloatAttr(0x1.0p-53));
+          return convertScalar(b, loc,
+                               arith::MulFOp::create(b, loc, asFloat, scale),
+                               out.getElementType());
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct ConvertTgToLinalgPass
     : spmdc::impl::ConvertTgToLinalgBase<ConvertTgToLinalgPass> {
   void runOnOperation() override {
@@ -563,14 +702,16 @@ struct ConvertTgToLinalgPass
     ConversionTarget target(*ctx);
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
-                           func::FuncDialect>();
-    target.addIllegalDialect<tg::TensorGraphDialect>();
+                           scf::SCFDialect, func::FuncDialect>();
+    // Collectives need the runtime's calls, which this pass does not make.
+    target.addIllegalDialect<tg::TensorGraphDialect, dist::DistDialect>();
     RewritePatternSet patterns(ctx);
     patterns.add<ElementwiseLowering, ReductionLowering<tg::SumOp>,
                  ReductionLowering<tg::MaxOp>, MatmulLowering, ReshapeLowering,
                  TransposeLowering, BroadcastLowering, SliceLowering,
                  ConcatLowering, IotaLowering, FullLowering, ConstantLowering,
-                 EmbeddingLowering, GatherLowering>(ctx);
+                 EmbeddingLowering, GatherLowering, ScatterAddLowering,
+                 EmbeddingBackwardLowering, RandUniformLowering>(ctx);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -94,6 +94,21 @@ func.func @embedding(%w: tensor<10x4xf32>, %i: tensor<2x3xi64>) -> tensor<2x3x4x
 
 // -----
 
+// scatter_add: a loop nest inserting into zeros.
+// CHECK-LABEL: func.func @scatter
+// CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : tensor<2x4xf32>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A:.*]] = %[[Z]])
+// CHECK: scf.for
+// CHECK: tensor.extract
+// CHECK: arith.addf
+// CHECK: tensor.insert
+func.func @scatter(%i: tensor<2x1xi64>, %s: tensor<2x1xf32>) -> tensor<2x4xf32> {
+  %0 = tg.scatter_add %i, %s dim 1 : tensor<2x1xi64>, tensor<2x1xf32> to tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
 // Factories.
 // CHECK-LABEL: func.func @factories
 // CHECK: arith.constant dense<1.500000e+00> : tensor<2x2xf32>
@@ -108,8 +123,10 @@ func.func @factories() -> (tensor<2x2xf32>, tensor<2x3xf32>) {
 
 // -----
 
-func.func @not_yet(%i: tensor<2x1xi64>, %s: tensor<2x1xf32>) -> tensor<2x4xf32> {
-  // expected-error@+1 {{failed to legalize operation 'tg.scatter_add' that was explicitly marked illegal}}
-  %0 = tg.scatter_add %i, %s dim 1 : tensor<2x1xi64>, tensor<2x1xf32> to tensor<2x4xf32>
-  return %0 : tensor<2x4xf32>
+module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}} {
+  func.func @not_yet(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{failed to legalize operation 'dist.all_reduce' that was explicitly marked illegal}}
+    %0 = dist.all_reduce %x axes ["dp"] : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
 }
