@@ -190,6 +190,11 @@ FailureOr<std::string> Node::string(StringRef name, std::string defaultValue) {
                  << a->dump();
 }
 
+bool Node::isFloatScalar(StringRef name) const {
+  const nlohmann::json *a = arg(name);
+  return a && a->contains("as_float");
+}
+
 FailureOr<Value> Node::tensorOrScalar(StringRef name, Type elementType) {
   if (std::optional<Value> t = optionalTensor(name))
     return *t;
@@ -301,6 +306,9 @@ Mapping comparison(StringRef predicate) {
     if (!self)
       return n.error() << "expects a tensor 'self'";
     Type el = tg::typeOf(*self).getElementType();
+    // A Python float against an integer tensor compares in floating point.
+    if (!isa<FloatType>(el) && n.isFloatScalar("other"))
+      el = n.b.getF64Type();
     TRY(other, n.tensorOrScalar("other", el));
     Type otherEl = tg::typeOf(other).getElementType();
     if (el != otherEl)
@@ -464,6 +472,8 @@ LogicalResult splitWithSizes(Node &n, bool bySize) {
   SmallVector<int64_t> sizes;
   if (bySize) {
     TRY(chunk, n.integer("split_size"));
+    if (chunk <= 0)
+      return n.error() << "split_size must be positive, got " << chunk;
     for (int64_t start = 0; start < size; start += chunk)
       sizes.push_back(std::min(chunk, size - start));
   } else {
@@ -630,6 +640,10 @@ LogicalResult arange(Node &n) {
 LogicalResult embedding(Node &n) {
   TRY(w, n.tensor("weight"));
   TRY(indices, n.tensor("indices"));
+  TRY(padding, n.integer("padding_idx", -1));
+  if (padding != -1)
+    return n.error() << "embedding with padding_idx (its row gets no "
+                        "gradient) is not supported";
   return n.define(0, tg::EmbeddingOp::create(n.b, n.loc, w, indices));
 }
 
@@ -678,9 +692,10 @@ LogicalResult nativeDropout(Node &n) {
   TRY(train, n.boolean("train", true));
   if (!train || p == 0.0)
     return n.define(0, x);
-  // A fixed seed per node: the mask is the same every step.
+  // A seed per node (its position in the graph): masks differ between
+  // nodes, and each stays the same every step.
   Value y = tg::DropoutOp::create(n.b, n.loc, x, n.b.getF64FloatAttr(p),
-                                  n.b.getI64IntegerAttr(0));
+                                  n.b.getI64IntegerAttr(n.index));
   return n.define(0, y);
 }
 

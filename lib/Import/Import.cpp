@@ -51,6 +51,12 @@ OwningOpRef<ModuleOp> importGraph(llvm::SourceMgr &sourceMgr,
   if (format == InputFormat::Auto)
     format = detectFormat(fileName, text);
 
+  if (!options.appendLoss.empty() && format != InputFormat::Pt2) {
+    emitError(FileLineColLoc::get(&context, fileName, 0, 0))
+        << "--loss applies to torch.export input; a JSON or MLIR graph "
+           "states its own loss";
+    return nullptr;
+  }
   OwningOpRef<ModuleOp> module;
   switch (format) {
   case InputFormat::Json:

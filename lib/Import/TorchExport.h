@@ -34,6 +34,8 @@ public:
         metaType(std::move(metaType)) {}
 
   const nlohmann::json &node;
+  /// The node's position in the graph.
+  int64_t index = 0;
   mlir::OpBuilder &b;
   mlir::Location loc;
 
@@ -63,6 +65,8 @@ public:
   mlir::FailureOr<bool> boolean(llvm::StringRef name, bool defaultValue);
   mlir::FailureOr<std::string> string(llvm::StringRef name,
                                       std::string defaultValue);
+  /// True if the argument is a Python float (not a tensor).
+  bool isFloatScalar(llvm::StringRef name) const;
   /// A tensor argument, or a scalar argument made a rank-0 tensor of
   /// `elementType`.
   mlir::FailureOr<mlir::Value> tensorOrScalar(llvm::StringRef name,

@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
 
 #include <zip.h>
 
@@ -220,7 +221,8 @@ Location TorchExportImporter::nodeLoc(const json &node) {
   if (node.contains("metadata") && node["metadata"].contains("stack_trace")) {
     StringRef trace = node["metadata"]["stack_trace"].get_ref<const std::string &>();
     // 'File "model.py", line 12, in forward'
-    size_t file = trace.find("File \"");
+    // The innermost frame: the line closest to the op.
+    size_t file = trace.rfind("File \"");
     size_t line = trace.find("\", line ", file);
     if (file != StringRef::npos && line != StringRef::npos) {
       StringRef path = trace.slice(file + 6, line);
@@ -251,6 +253,7 @@ LogicalResult TorchExportImporter::importNode(const json &node, size_t index) {
         auto type = typeOfMeta((*tensorValues)[name], "/tensor_values/" + name);
         return succeeded(type) ? *type : nullptr;
       });
+  view.index = index;
   if (failed(mapping->second(view)))
     return failure();
   for (auto &[name, value] : view.defined)
@@ -337,6 +340,10 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
   tensorValues = &graph["tensor_values"];
 
   OwningOpRef<ModuleOp> result = ModuleOp::create(fileLoc);
+  // The model's name: the archive's folder, or the file's stem.
+  StringRef model = prefix.empty() ? llvm::sys::path::stem(fileName)
+                                   : StringRef(prefix).drop_back();
+  (*result)->setAttr(tg::kModelAttr, builder.getStringAttr(model));
   builder.setInsertionPointToEnd(result->getBody());
 
   // Arguments: parameters (with their stored weights) and user inputs;
@@ -376,7 +383,9 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
       // Tied weights (one blob, two names) are one parameter: the later
       // name is an alias of the first.
       if (it != weights.end()) {
-        std::string blob = it->second.value("path_name", "");
+        // Same blob and same view of it: same tensor.
+        std::string blob = it->second.value("path_name", "") + "|" +
+                           it->second["tensor_meta"].dump();
         auto tied = parameterOfBlob.find(blob);
         if (tied != parameterOfBlob.end()) {
           aliases.push_back({valueName, tied->second});
@@ -501,6 +510,12 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
     }
     Value logits = userOutputs.front().second;
     RankedTensorType type = tg::typeOf(logits);
+    if (type.getRank() < 1 || !isa<FloatType>(type.getElementType())) {
+      error("/graph_module/signature/output_specs")
+          << "--loss=" << options.appendLoss
+          << " needs float logits [..., classes], but the output is " << type;
+      return nullptr;
+    }
     auto labelsType = RankedTensorType::get(type.getShape().drop_back(),
                                             builder.getI64Type());
     NamedAttrList attrs;
@@ -546,13 +561,22 @@ OwningOpRef<ModuleOp> importTorchExport(StringRef bytes, StringRef fileName,
                                         MLIRContext &context,
                                         const ImportOptions &options) {
   TorchExportImporter importer(context, fileName, options);
-  if (bytes.ltrim().starts_with("{")) {
-    std::optional<json> program = parseJsonDocument(bytes, fileName, context);
-    if (!program)
-      return nullptr;
-    return importer.importProgram(*program);
+  // A field of an unexpected JSON type surfaces as nlohmann's exception: one
+  // error, not a crash.
+  try {
+    if (bytes.ltrim().starts_with("{")) {
+      std::optional<json> program =
+          parseJsonDocument(bytes, fileName, context);
+      if (!program)
+        return nullptr;
+      return importer.importProgram(*program);
+    }
+    return importer.importArchive(bytes);
+  } catch (const json::exception &e) {
+    emitError(FileLineColLoc::get(&context, fileName, 0, 0))
+        << "malformed ExportedProgram: " << e.what();
+    return nullptr;
   }
-  return importer.importArchive(bytes);
 }
 
 } // namespace spmdc

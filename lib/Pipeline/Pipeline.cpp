@@ -4,6 +4,7 @@
 #include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
 
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -44,10 +45,10 @@ llvm::StringRef stageName(Stage stage) {
 }
 
 LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  if (options.emit > Stage::Shard) {
+  if (options.emit > Stage::Lower) {
     llvm::errs() << "spmdc: error: --emit=" << stageName(options.emit)
                  << " is not available yet: this build implements the "
-                    "stages up to 'shard'\n";
+                    "stages up to 'lower'\n";
     return failure();
   }
   if (options.emit >= Stage::Decompose)
@@ -79,6 +80,25 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   }
   if (options.emit >= Stage::Shard && options.spec)
     pm.addPass(dist::createDistShardPass(*options.spec));
+  if (options.emit >= Stage::Lower) {
+    // MLIR's own path from linalg on tensors to the LLVM dialect:
+    // elementwise fusion, one-shot bufferization across the step's
+    // functions, loops, LLVM. Collectives are not lowered yet.
+    if (options.spec) {
+      llvm::errs() << "spmdc: error: --emit=lower of a sharded step is not "
+                      "available yet: its collectives need the runtime's "
+                      "calls\n";
+      return failure();
+    }
+    if (failed(parsePassPipeline(
+            "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
+            "one-shot-bufferize{bufferize-function-boundaries},"
+            "convert-linalg-to-loops,convert-scf-to-cf,"
+            "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+            "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts",
+            pm, llvm::errs())))
+      return failure();
+  }
   return success();
 }
 

@@ -110,6 +110,13 @@ public:
         error = "parameter '" + info.name + "' has an unreadable initial value";
         return false;
       }
+      auto initShape = dense.getType().getShape();
+      if (std::vector<int64_t>(initShape.begin(), initShape.end()) != shape) {
+        error = "parameter '" + info.name + "' has an initial value of shape " +
+                shapeString(initShape) + " but the program expects " +
+                shapeString(shape);
+        return false;
+      }
       size_t i = 0;
       if (llvm::isa<FloatType>(dense.getElementType()))
         for (const APFloat &v : dense.getValues<APFloat>())

@@ -17,6 +17,9 @@
 #include "spmdc/Support/Logging.h"
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -57,7 +60,12 @@ int main(int argc, char **argv) {
   spmdc::PipelineOptions pipeline;
   pipeline.emit = *spmdc::parseStage(options.emit);
   pipeline.partition = options.partition;
+  // MLIR's own dialects and passes: the lowering stages run them.
   DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllPasses();
+  spmdc::registerAllPasses();
   spmdc::registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
