@@ -591,53 +591,64 @@ Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type) {
       DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
 }
 
-/// scatter_add: zeros, then result[.., index[i], ..] += source[i].
+/// Zeros of `resultType`, then, for every index `ivs` of `iterShape`,
+/// result[target(ivs)] += source[ivs]: the adjoints of gather and embedding.
+Value scatterAccumulate(
+    OpBuilder &b, Location loc, RankedTensorType resultType,
+    ArrayRef<int64_t> iterShape, Value source,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
+        target) {
+  return loopNest(
+      b, loc, iterShape, zerosOf(b, loc, resultType),
+      [&](OpBuilder &nb, Location l, ValueRange ivs, Value acc) -> Value {
+        SmallVector<Value> at = target(nb, l, ivs);
+        Value old = tensor::ExtractOp::create(nb, l, acc, at);
+        Value add = arith::AddFOp::create(
+            nb, l, old, tensor::ExtractOp::create(nb, l, source, ivs));
+        return tensor::InsertOp::create(nb, l, add, acc, at);
+      });
+}
+
+Value toIndex(OpBuilder &b, Location loc, Value i) {
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+}
+
+/// scatter_add: result[.., index[i], ..] += source[i] along `dim`.
 struct ScatterAddLowering : OpRewritePattern<tg::ScatterAddOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tg::ScatterAddOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     int64_t dim = *tg::normalizeDim(op.getDim(), op.getType().getRank());
-    Value index = op.getIndex(), source = op.getSource();
-    Value result = loopNest(
-        rewriter, loc, op.getSource().getType().getShape(),
-        zerosOf(rewriter, loc, op.getType()),
-        [&](OpBuilder &b, Location l, ValueRange ivs, Value acc) -> Value {
-          Value i = tensor::ExtractOp::create(b, l, index, ivs);
-          SmallVector<Value> at(ivs);
-          at[dim] = arith::IndexCastOp::create(b, l, b.getIndexType(), i);
-          Value old = tensor::ExtractOp::create(b, l, acc, at);
-          Value add = arith::AddFOp::create(
-              b, l, old, tensor::ExtractOp::create(b, l, source, ivs));
-          return tensor::InsertOp::create(b, l, add, acc, at);
-        });
-    rewriter.replaceOp(op, result);
+    Value index = op.getIndex();
+    rewriter.replaceOp(
+        op, scatterAccumulate(
+                rewriter, op.getLoc(), op.getType(),
+                op.getSource().getType().getShape(), op.getSource(),
+                [&](OpBuilder &b, Location l, ValueRange ivs) {
+                  SmallVector<Value> at(ivs);
+                  at[dim] = toIndex(b, l,
+                                    tensor::ExtractOp::create(b, l, index, ivs));
+                  return at;
+                }));
     return success();
   }
 };
 
-/// embedding_backward: zeros [V, D], then row indices[p] += grad[p].
+/// embedding_backward: row indices[p] of a [V, D] table += grad[p].
 struct EmbeddingBackwardLowering : OpRewritePattern<tg::EmbeddingBackwardOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tg::EmbeddingBackwardOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value grad = op.getGrad(), indices = op.getIndices();
-    Value result = loopNest(
-        rewriter, loc, op.getGrad().getType().getShape(),
-        zerosOf(rewriter, loc, op.getType()),
-        [&](OpBuilder &b, Location l, ValueRange ivs, Value acc) -> Value {
-          Value row = tensor::ExtractOp::create(b, l, indices,
-                                                ivs.drop_back());
-          SmallVector<Value> at{
-              arith::IndexCastOp::create(b, l, b.getIndexType(), row),
-              ivs.back()};
-          Value old = tensor::ExtractOp::create(b, l, acc, at);
-          Value add = arith::AddFOp::create(
-              b, l, old, tensor::ExtractOp::create(b, l, grad, ivs));
-          return tensor::InsertOp::create(b, l, add, acc, at);
-        });
-    rewriter.replaceOp(op, result);
+    Value indices = op.getIndices();
+    rewriter.replaceOp(
+        op, scatterAccumulate(
+                rewriter, op.getLoc(), op.getType(),
+                op.getGrad().getType().getShape(), op.getGrad(),
+                [&](OpBuilder &b, Location l, ValueRange ivs) {
+                  Value row = tensor::ExtractOp::create(b, l, indices,
+                                                        ivs.drop_back());
+                  return SmallVector<Value>{toIndex(b, l, row), ivs.back()};
+                }));
     return success();
   }
 };
