@@ -44,13 +44,33 @@ llvm::StringRef stageName(Stage stage) {
   return "module";
 }
 
-LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  if (options.emit > Stage::Lower) {
+LogicalResult buildLoweringPipeline(OpPassManager &pm) {
+  // MLIR's own path from linalg on tensors to the LLVM dialect: elementwise
+  // fusion, one-shot bufferization across the step's functions, loops,
+  // LLVM.
+  return parsePassPipeline(
+      "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
+      "one-shot-bufferize{bufferize-function-boundaries},"
+      "convert-linalg-to-loops,convert-scf-to-cf,"
+      "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+      "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts",
+      pm, llvm::errs());
+}
+
+LogicalResult checkPipelineOptions(const PipelineOptions &options) {
+  if (options.emit >= Stage::Lower && options.spec) {
     llvm::errs() << "spmdc: error: --emit=" << stageName(options.emit)
-                 << " is not available yet: this build implements the "
-                    "stages up to 'lower'\n";
+                 << " of a sharded step is not available yet: its "
+                    "collectives need the runtime's calls; run --emit=shard "
+                    "through spmd-run --interpret\n";
     return failure();
   }
+  return success();
+}
+
+LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
+  if (failed(checkPipelineOptions(options)))
+    return failure();
   if (options.emit >= Stage::Decompose)
     pm.addPass(tg::createTgDecompose());
   if (options.emit >= Stage::Autodiff) {
@@ -80,25 +100,8 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   }
   if (options.emit >= Stage::Shard && options.spec)
     pm.addPass(dist::createDistShardPass(*options.spec));
-  if (options.emit >= Stage::Lower) {
-    // MLIR's own path from linalg on tensors to the LLVM dialect:
-    // elementwise fusion, one-shot bufferization across the step's
-    // functions, loops, LLVM. Collectives are not lowered yet.
-    if (options.spec) {
-      llvm::errs() << "spmdc: error: --emit=lower of a sharded step is not "
-                      "available yet: its collectives need the runtime's "
-                      "calls\n";
-      return failure();
-    }
-    if (failed(parsePassPipeline(
-            "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
-            "one-shot-bufferize{bufferize-function-boundaries},"
-            "convert-linalg-to-loops,convert-scf-to-cf,"
-            "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
-            "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts",
-            pm, llvm::errs())))
-      return failure();
-  }
+  if (options.emit >= Stage::Lower)
+    return buildLoweringPipeline(pm);
   return success();
 }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CompiledStep.h"
 #include "RunOptions.h"
 
 #include "spmdc/Dialect/Dist/IR/Dist.h"
@@ -22,6 +23,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/InitLLVM.h"
@@ -32,6 +34,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 using namespace mlir;
 using spmdc::interp::Shape;
@@ -338,10 +341,6 @@ int main(int argc, char **argv) {
     return *exitCode;
   spmdc::setupLogging("spmd-run", options.logLevel);
 
-  if (!options.interpret)
-    return fail("running compiled modules needs the CPU backend, which this "
-                "build does not have yet; run IR with --interpret");
-
   DialectRegistry registry;
   spmdc::registerAllDialects(registry);
   MLIRContext context(registry);
@@ -351,58 +350,136 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   if (!spmdc::loadMainFile(sourceMgr, options.input, errorMessage))
     return fail(errorMessage);
+  llvm::StringRef inputBytes =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
   spmdc::ToolDiagnosticHandler diagnostics(sourceMgr, context, llvm::errs());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module || failed(spmdc::tg::verifyGraphSignature(*module)))
-    return 1;
-  func::FuncOp entry = spmdc::tg::getEntryFunction(*module);
-  spmdc::tg::annotateIndexBounds(entry);
 
-  std::vector<spmdc::tg::GraphValueInfo> argInfos =
-      spmdc::tg::getArgumentInfos(entry);
-  std::vector<spmdc::tg::GraphValueInfo> resultInfos =
-      spmdc::tg::getResultInfos(entry);
-
-  // The mesh: the program's, or one rank of no axes.
+  // The step's signature, each value's sharding on the mesh, and how to run
+  // one step on all ranks: a compiled module's JIT-compiled step, or IR
+  // through the reference interpreter.
+  std::vector<spmdc::tg::GraphValueInfo> argInfos, resultInfos;
+  std::vector<Sharded> argShardings, resultShardings;
   spmdc::dist::Mesh mesh;
-  bool sharded = (*module)->hasAttr(spmdc::dist::kMeshAttr);
-  if (sharded) {
-    FailureOr<spmdc::dist::Mesh> programMesh = spmdc::dist::Mesh::of(*module);
-    if (failed(programMesh))
+  using RankValues = std::vector<std::vector<Tensor>>;
+  std::function<FailureOr<RankValues>(const RankValues &)> runStep;
+  OwningOpRef<ModuleOp> module;
+  std::unique_ptr<spmdc::CompiledStep> compiled;
+
+  if (spmdc::ModuleFile::looksLikeModule(inputBytes)) {
+    if (options.interpret)
+      return fail(options.input + ": is a compiled module; --interpret runs "
+                                  "IR (spmdc --emit=<stage> other than module)");
+    if (options.f64)
+      return fail("--f64 applies to --interpret; a compiled module computes "
+                  "in its own dtypes");
+    std::optional<spmdc::ModuleFile> file =
+        spmdc::ModuleFile::parse(inputBytes, errorMessage);
+    if (!file)
+      return fail(options.input + ": " + errorMessage);
+    if (options.nranks != 1)
+      return fail("this module runs on one rank (compiled modules of sharded "
+                  "steps are not available yet); use --nranks 1");
+    auto toInfos = [&](const std::vector<spmdc::ModuleValue> &values,
+                       std::vector<spmdc::tg::GraphValueInfo> &infos) {
+      for (const spmdc::ModuleValue &value : values) {
+        Type element = parseType(value.dtype, &context);
+        if (!element || !dtypeOf(element)) {
+          errorMessage = options.input + ": value '" + value.name +
+                         "' has an unknown dtype '" + value.dtype + "'";
+          return false;
+        }
+        spmdc::tg::GraphValueInfo info;
+        info.name = value.name;
+        info.role = value.role;
+        info.type = RankedTensorType::get(value.shape, element);
+        info.indexBound = value.indexBound;
+        infos.push_back(std::move(info));
+      }
+      return true;
+    };
+    if (!toInfos(file->arguments, argInfos) ||
+        !toInfos(file->results, resultInfos))
+      return fail(errorMessage);
+    for (const auto &info : argInfos)
+      argShardings.push_back(
+          {spmdc::dist::TensorSharding::replicated(info.type.getRank()),
+           info.type});
+    for (const auto &info : resultInfos)
+      resultShardings.push_back(
+          {spmdc::dist::TensorSharding::replicated(info.type.getRank()),
+           info.type});
+    compiled = spmdc::CompiledStep::load(*file, context, errorMessage);
+    if (!compiled)
+      return fail(options.input + ": " + errorMessage);
+    runStep = [&](const RankValues &args) -> FailureOr<RankValues> {
+      RankValues results(1);
+      if (!compiled->run(args[0], results[0], errorMessage)) {
+        spdlog::error("{}", errorMessage);
+        return failure();
+      }
+      return results;
+    };
+  } else {
+    if (!options.interpret)
+      return fail(options.input +
+                  ": is IR, not a compiled module: run it with --interpret, "
+                  "or compile it with spmdc --emit=module");
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module || failed(spmdc::tg::verifyGraphSignature(*module)))
       return 1;
-    mesh = *programMesh;
-    if (mesh.numRanks() != options.nranks)
-      return fail("the program's mesh has " + std::to_string(mesh.numRanks()) +
-                  " ranks but --nranks is " + std::to_string(options.nranks));
-  } else if (options.nranks != 1) {
-    return fail("this program has no device mesh (it was not sharded), so "
-                "it runs on one rank; use --nranks 1");
+    func::FuncOp entry = spmdc::tg::getEntryFunction(*module);
+    spmdc::tg::annotateIndexBounds(entry);
+    argInfos = spmdc::tg::getArgumentInfos(entry);
+    resultInfos = spmdc::tg::getResultInfos(entry);
+
+    // The mesh: the program's, or one rank of no axes.
+    bool sharded = (*module)->hasAttr(spmdc::dist::kMeshAttr);
+    if (sharded) {
+      FailureOr<spmdc::dist::Mesh> programMesh =
+          spmdc::dist::Mesh::of(*module);
+      if (failed(programMesh))
+        return 1;
+      mesh = *programMesh;
+      if (mesh.numRanks() != options.nranks)
+        return fail("the program's mesh has " +
+                    std::to_string(mesh.numRanks()) + " ranks but --nranks is " +
+                    std::to_string(options.nranks));
+    } else if (options.nranks != 1) {
+      return fail("this program has no device mesh (it was not sharded), so "
+                  "it runs on one rank; use --nranks 1");
+    }
+
+    // Each argument's and result's sharding and logical type.
+    for (size_t i = 0; i < argInfos.size(); ++i) {
+      auto sharding = readSharding(entry.getArgAttrOfType<DictionaryAttr>(
+                                       i, spmdc::dist::kShardingAttr),
+                                   argInfos[i], "argument", mesh, sharded,
+                                   errorMessage);
+      if (!sharding)
+        return fail(errorMessage);
+      if (!sharding->sharding.partial.empty())
+        return fail("argument '" + argInfos[i].name + "' is partial (" +
+                    sharding->sharding.str(mesh) +
+                    "): an input must be replicated or sharded");
+      argShardings.push_back(std::move(*sharding));
+    }
+    for (size_t i = 0; i < resultInfos.size(); ++i) {
+      auto sharding = readSharding(entry.getResultAttrOfType<DictionaryAttr>(
+                                       i, spmdc::dist::kShardingAttr),
+                                   resultInfos[i], "result", mesh, sharded,
+                                   errorMessage);
+      if (!sharding)
+        return fail(errorMessage);
+      resultShardings.push_back(std::move(*sharding));
+    }
+    spmdc::interp::InterpreterOptions interpreterOptions;
+    interpreterOptions.f64 = options.f64;
+    runStep = [&, entry, interpreterOptions](const RankValues &args) {
+      return spmdc::interp::runFunctionSPMD(entry, args, mesh,
+                                            interpreterOptions);
+    };
   }
   int64_t numRanks = mesh.numRanks();
-
-  // Each argument's and result's sharding and logical type.
-  std::vector<Sharded> argShardings, resultShardings;
-  for (size_t i = 0; i < argInfos.size(); ++i) {
-    auto sharding = readSharding(
-        entry.getArgAttrOfType<DictionaryAttr>(i, spmdc::dist::kShardingAttr),
-        argInfos[i], "argument", mesh, sharded, errorMessage);
-    if (!sharding)
-      return fail(errorMessage);
-    if (!sharding->sharding.partial.empty())
-      return fail("argument '" + argInfos[i].name + "' is partial (" +
-                  sharding->sharding.str(mesh) +
-                  "): an input must be replicated or sharded");
-    argShardings.push_back(std::move(*sharding));
-  }
-  for (size_t i = 0; i < resultInfos.size(); ++i) {
-    auto sharding =
-        readSharding(entry.getResultAttrOfType<DictionaryAttr>(
-                         i, spmdc::dist::kShardingAttr),
-                     resultInfos[i], "result", mesh, sharded, errorMessage);
-    if (!sharding)
-      return fail(errorMessage);
-    resultShardings.push_back(std::move(*sharding));
-  }
 
   if (!options.saveOutputs.empty() && options.steps == 0)
     return fail("--save-outputs needs at least one step");
@@ -450,12 +527,9 @@ int main(int argc, char **argv) {
       }
   }
 
-  spmdc::interp::InterpreterOptions interpreterOptions;
-  interpreterOptions.f64 = options.f64;
   std::vector<std::vector<Tensor>> lastOutputs;
   for (int step = 1; step <= options.steps; ++step) {
-    auto results =
-        spmdc::interp::runFunctionSPMD(entry, args, mesh, interpreterOptions);
+    FailureOr<RankValues> results = runStep(args);
     if (failed(results))
       return fail("step " + std::to_string(step) + " failed");
     if (lossIndex) {

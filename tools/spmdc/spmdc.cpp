@@ -11,11 +11,14 @@
 #include "spmdc/Import/Import.h"
 #include "spmdc/InitAll.h"
 #include "spmdc/Pipeline/Pipeline.h"
+#include "spmdc/Module/ModuleFile.h"
+#include "spmdc/Module/ModuleSignature.h"
 #include "spmdc/Report/CompileReport.h"
 #include "spmdc/Sharding/ShardSpec.h"
 #include "spmdc/Support/Diagnostics.h"
 #include "spmdc/Support/Logging.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -115,6 +118,8 @@ int main(int argc, char **argv) {
   override(optimizer.beta1, options.beta1);
   override(optimizer.beta2, options.beta2);
   override(optimizer.eps, options.eps);
+  if (failed(spmdc::checkPipelineOptions(pipeline)))
+    return 1;
 
   auto format = spmdc::parseInputFormat(options.inputFormat);
   spdlog::info("importing {}", options.input);
@@ -126,18 +131,29 @@ int main(int argc, char **argv) {
     return 1;
 
   // The passes of the stages up to --emit; MLIR's instrumentation flags
-  // (--mlir-print-ir-after-all, --mlir-timing) apply to them.
+  // (--mlir-print-ir-after-all, --mlir-timing) apply to them. The report
+  // and the module's signature are read at the shard stage, before the
+  // lowering leaves the tensor graph.
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
-  PassManager pm(&context);
   TimingScope rootTiming = timing.getRootScope();
-  pm.enableTiming(rootTiming);
-  if (failed(applyPassManagerCLOptions(pm)))
-    return 2;
-  if (failed(spmdc::buildPipeline(pm, pipeline)))
-    return 1;
-  if (failed(pm.run(*module)))
-    return 1;
+  bool lowers = pipeline.emit >= spmdc::Stage::Lower;
+  spmdc::PipelineOptions graphStages = pipeline;
+  if (lowers)
+    graphStages.emit = spmdc::Stage::Shard;
+  auto runPasses = [&](auto build) -> int {
+    PassManager pm(&context);
+    pm.enableTiming(rootTiming);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return 2;
+    if (failed(build(pm)))
+      return 1;
+    return failed(pm.run(*module)) ? 1 : 0;
+  };
+  if (int rc = runPasses([&](PassManager &pm) {
+        return spmdc::buildPipeline(pm, graphStages);
+      }))
+    return rc;
 
   if (!options.report.empty()) {
     double ms = std::chrono::duration<double, std::milli>(
@@ -154,6 +170,20 @@ int main(int argc, char **argv) {
     report->keep();
   }
 
+  std::optional<spmdc::ModuleFile> moduleFile;
+  if (pipeline.emit == spmdc::Stage::Module) {
+    FailureOr<spmdc::ModuleFile> signature = spmdc::moduleSignature(*module);
+    if (failed(signature))
+      return 1;
+    moduleFile = *signature;
+  }
+  if (lowers) {
+    if (int rc = runPasses([&](PassManager &pm) {
+          return spmdc::buildLoweringPipeline(pm);
+        }))
+      return rc;
+  }
+
   std::unique_ptr<llvm::ToolOutputFile> output =
       openOutputFile(options.output, &errorMessage);
   if (!output) {
@@ -161,8 +191,15 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
-  module->print(output->os());
-  output->os() << "\n";
+  if (moduleFile) {
+    llvm::raw_string_ostream program(moduleFile->program);
+    if (failed(writeBytecodeToFile(*module, program)))
+      return 1;
+    output->os() << moduleFile->serialize();
+  } else {
+    module->print(output->os());
+    output->os() << "\n";
+  }
   output->keep();
   return 0;
 }

@@ -37,8 +37,16 @@ struct PipelineOptions {
   std::optional<ShardSpec> spec;
 };
 
-/// Adds the passes of the stages up to `options.emit` to `pm`; failure (with
-/// an error) for a stage this build does not implement yet.
+/// The lower stage alone: primitive tg ops on tensors down to the LLVM
+/// dialect.
+mlir::LogicalResult buildLoweringPipeline(mlir::OpPassManager &pm);
+
+/// Failure (with an error) for options this build cannot compile yet.
+mlir::LogicalResult checkPipelineOptions(const PipelineOptions &options);
+
+/// Adds the passes of the stages up to `options.emit` to `pm` (module: the
+/// same as lower; the driver packs the result); failure (with an error) for
+/// what this build does not implement yet.
 mlir::LogicalResult buildPipeline(mlir::OpPassManager &pm,
                                   const PipelineOptions &options);
 

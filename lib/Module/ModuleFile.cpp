@@ -1,0 +1,87 @@
+//===- ModuleFile.cpp - the executable module spmdc writes ----------------===//
+
+#include "spmdc/Module/ModuleFile.h"
+
+#include <nlohmann/json.hpp>
+
+namespace spmdc {
+
+static constexpr llvm::StringLiteral kMagic = "SPMDC-MODULE 1\n";
+
+bool ModuleFile::looksLikeModule(llvm::StringRef bytes) {
+  return bytes.starts_with(kMagic);
+}
+
+static nlohmann::json toJson(const ModuleValue &v) {
+  nlohmann::json j = {{"name", v.name},
+                      {"role", v.role},
+                      {"dtype", v.dtype},
+                      {"shape", v.shape}};
+  if (v.indexBound)
+    j["index_bound"] = *v.indexBound;
+  return j;
+}
+
+std::string ModuleFile::serialize() const {
+  nlohmann::json header = {{"version", 1}, {"target", target},
+                           {"entry", entry}};
+  header["arguments"] = nlohmann::json::array();
+  for (const ModuleValue &v : arguments)
+    header["arguments"].push_back(toJson(v));
+  header["results"] = nlohmann::json::array();
+  for (const ModuleValue &v : results)
+    header["results"].push_back(toJson(v));
+  std::string text = header.dump(1);
+  return kMagic.str() + std::to_string(text.size()) + "\n" + text + program;
+}
+
+std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
+                                            std::string &error) {
+  if (!looksLikeModule(bytes)) {
+    error = "not an spmdc module (no 'SPMDC-MODULE 1' header)";
+    return std::nullopt;
+  }
+  bytes = bytes.drop_front(kMagic.size());
+  size_t newline = bytes.find('\n');
+  uint64_t length;
+  if (newline == llvm::StringRef::npos ||
+      bytes.take_front(newline).getAsInteger(10, length) ||
+      bytes.size() < newline + 1 + length) {
+    error = "the module's header length is missing or beyond the file";
+    return std::nullopt;
+  }
+  llvm::StringRef headerText = bytes.substr(newline + 1, length);
+  ModuleFile file;
+  file.program = bytes.drop_front(newline + 1 + length).str();
+  try {
+    nlohmann::json header = nlohmann::json::parse(headerText.begin(),
+                                                  headerText.end());
+    if (header.at("version") != 1) {
+      error = "unsupported module version " + header["version"].dump();
+      return std::nullopt;
+    }
+    file.target = header.at("target").get<std::string>();
+    file.entry = header.at("entry").get<std::string>();
+    auto readValues = [](const nlohmann::json &list,
+                         std::vector<ModuleValue> &out) {
+      for (const nlohmann::json &j : list) {
+        ModuleValue v;
+        v.name = j.at("name").get<std::string>();
+        v.role = j.at("role").get<std::string>();
+        v.dtype = j.at("dtype").get<std::string>();
+        v.shape = j.at("shape").get<std::vector<int64_t>>();
+        if (j.contains("index_bound"))
+          v.indexBound = j["index_bound"].get<int64_t>();
+        out.push_back(v);
+      }
+    };
+    readValues(header.at("arguments"), file.arguments);
+    readValues(header.at("results"), file.results);
+  } catch (const nlohmann::json::exception &e) {
+    error = std::string("malformed module header: ") + e.what();
+    return std::nullopt;
+  }
+  return file;
+}
+
+} // namespace spmdc
