@@ -20,6 +20,8 @@ config.substitutions.append(
 config.substitutions.append(
     ("%check-sharded", os.path.join(config.test_source_root, "Sharding", "Inputs", "check-sharded.sh")))
 config.substitutions.append(
+    ("%check-compiled", os.path.join(config.test_source_root, "Module", "Inputs", "check-compiled.sh")))
+config.substitutions.append(
     ("%mpirun", os.path.join(config.test_source_root, "Runtime", "Inputs", "mpirun.sh")))
 config.substitutions.append(("%spmdc_obj_root", config.spmdc_obj_root))
 config.substitutions.append(("%spmdc_src_root", config.spmdc_src_root))

@@ -19,12 +19,16 @@ static nlohmann::json toJson(const ModuleValue &v) {
                       {"shape", v.shape}};
   if (v.indexBound)
     j["index_bound"] = *v.indexBound;
+  if (!v.shardDims.empty() || !v.partialAxes.empty())
+    j["sharding"] = {{"dims", v.shardDims}, {"partial", v.partialAxes}};
   return j;
 }
 
 std::string ModuleFile::serialize() const {
   nlohmann::json header = {{"version", 1}, {"target", target},
                            {"entry", entry}};
+  if (!meshAxes.empty())
+    header["mesh"] = {{"axes", meshAxes}, {"shape", meshShape}};
   header["arguments"] = nlohmann::json::array();
   for (const ModuleValue &v : arguments)
     header["arguments"].push_back(toJson(v));
@@ -62,6 +66,11 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
     }
     file.target = header.at("target").get<std::string>();
     file.entry = header.at("entry").get<std::string>();
+    if (header.contains("mesh")) {
+      file.meshAxes =
+          header["mesh"].at("axes").get<std::vector<std::string>>();
+      file.meshShape = header["mesh"].at("shape").get<std::vector<int64_t>>();
+    }
     auto readValues = [](const nlohmann::json &list,
                          std::vector<ModuleValue> &out) {
       for (const nlohmann::json &j : list) {
@@ -72,6 +81,11 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
         v.shape = j.at("shape").get<std::vector<int64_t>>();
         if (j.contains("index_bound"))
           v.indexBound = j["index_bound"].get<int64_t>();
+        if (j.contains("sharding")) {
+          v.shardDims =
+              j["sharding"].at("dims").get<std::vector<std::vector<int>>>();
+          v.partialAxes = j["sharding"].at("partial").get<std::vector<int>>();
+        }
         out.push_back(v);
       }
     };

@@ -17,27 +17,45 @@ static std::string dtypeName(Type t) {
   return s;
 }
 
-static ModuleValue toModuleValue(const tg::GraphValueInfo &info) {
+static ModuleValue toModuleValue(const tg::GraphValueInfo &info,
+                                 DictionaryAttr shardingAttr,
+                                 const std::optional<dist::Mesh> &mesh) {
   ModuleValue v;
   v.name = info.name;
   v.role = info.role;
   v.dtype = dtypeName(info.type.getElementType());
   v.shape.assign(info.type.getShape().begin(), info.type.getShape().end());
   v.indexBound = info.indexBound;
+  if (shardingAttr && mesh) {
+    FailureOr<dist::TensorSharding> sharding = dist::TensorSharding::fromAttr(
+        shardingAttr, *mesh, info.type.getRank());
+    if (succeeded(sharding)) {
+      for (const auto &axes : sharding->dims)
+        v.shardDims.emplace_back(axes.begin(), axes.end());
+      v.partialAxes.assign(sharding->partial.begin(), sharding->partial.end());
+    }
+  }
   return v;
 }
 
 FailureOr<ModuleFile> moduleSignature(ModuleOp module) {
-  if (module->hasAttr(dist::kMeshAttr))
-    return module.emitError(
-        "compiled modules of sharded steps are not available yet (their "
-        "collectives need the MPI runner); run --emit=shard through "
-        "spmd-run --interpret");
+  std::optional<dist::Mesh> mesh;
+  if (module->hasAttr(dist::kMeshAttr)) {
+    FailureOr<dist::Mesh> programMesh = dist::Mesh::of(module);
+    if (failed(programMesh))
+      return failure();
+    mesh = *programMesh;
+  }
   func::FuncOp entry = tg::getEntryFunction(module);
   if (!entry)
     return failure();
   tg::annotateIndexBounds(entry);
   ModuleFile file;
+  if (mesh) {
+    file.meshAxes.assign(mesh->axes.begin(), mesh->axes.end());
+    file.meshShape.assign(mesh->shape.begin(), mesh->shape.end());
+  }
+  unsigned index = 0;
   for (const tg::GraphValueInfo &info : tg::getArgumentInfos(entry)) {
     if (info.initialValue)
       return entry.emitError()
@@ -45,10 +63,13 @@ FailureOr<ModuleFile> moduleSignature(ModuleOp module) {
              << "' carries its initial weights (a torch.export model): "
                 "compiled modules do not carry weights yet; run it with "
                 "spmd-run --interpret";
-    file.arguments.push_back(toModuleValue(info));
+    file.arguments.push_back(toModuleValue(
+        info, entry.getArgAttrOfType<DictionaryAttr>(index++, dist::kShardingAttr), mesh));
   }
+  index = 0;
   for (const tg::GraphValueInfo &info : tg::getResultInfos(entry))
-    file.results.push_back(toModuleValue(info));
+    file.results.push_back(toModuleValue(
+        info, entry.getResultAttrOfType<DictionaryAttr>(index++, dist::kShardingAttr), mesh));
   return file;
 }
 

@@ -45,11 +45,11 @@ llvm::StringRef stageName(Stage stage) {
 }
 
 LogicalResult buildLoweringPipeline(OpPassManager &pm) {
-  // MLIR's own path from linalg on tensors to the LLVM dialect: elementwise
-  // fusion, one-shot bufferization across the step's functions, loops,
-  // LLVM.
+  // Collectives become runtime calls on buffers; then MLIR's own path from
+  // linalg on tensors to the LLVM dialect: elementwise fusion, one-shot
+  // bufferization across the step's functions, loops, LLVM.
   return parsePassPipeline(
-      "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
+      "convert-dist-to-runtime,convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
       "one-shot-bufferize{bufferize-function-boundaries},"
       "convert-linalg-to-loops,convert-scf-to-cf,"
       "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
@@ -57,20 +57,7 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm) {
       pm, llvm::errs());
 }
 
-LogicalResult checkPipelineOptions(const PipelineOptions &options) {
-  if (options.emit >= Stage::Lower && options.spec) {
-    llvm::errs() << "spmdc: error: --emit=" << stageName(options.emit)
-                 << " of a sharded step is not available yet: its "
-                    "collectives need the runtime's calls; run --emit=shard "
-                    "through spmd-run --interpret\n";
-    return failure();
-  }
-  return success();
-}
-
 LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  if (failed(checkPipelineOptions(options)))
-    return failure();
   if (options.emit >= Stage::Decompose)
     pm.addPass(tg::createTgDecompose());
   if (options.emit >= Stage::Autodiff) {

@@ -755,4 +755,89 @@ int spmd_local_slice(const void *in, void *out, int32_t rank,
   return 0;
 }
 
+namespace {
+
+/// A buffer as compiled code passes it: an unranked memref, whose
+/// descriptor is {allocated, aligned, offset, sizes[rank], strides[rank]}.
+struct MemRefView {
+  char *data;
+  std::vector<int64_t> shape;
+};
+
+MemRefView viewOf(const char *call, int64_t rank, void *descriptor,
+                  size_t elementBytes) {
+  auto *fields = static_cast<int64_t *>(descriptor);
+  MemRefView view;
+  view.data = reinterpret_cast<char *>(fields[1]) + fields[2] * elementBytes;
+  view.shape.assign(fields + 3, fields + 3 + rank);
+  // The lowering hands over identity-layout buffers; anything else is a
+  // compiler bug, not something to compute wrongly on.
+  int64_t expected = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (view.shape[d] != 1 && fields[3 + rank + d] != expected)
+      fail(call, "buffer of dim %lld is not contiguous",
+           static_cast<long long>(d));
+    expected *= view.shape[d];
+  }
+  return view;
+}
+
+void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
+                int64_t dim2, int64_t axesCode, int64_t inRank, void *inDesc,
+                int64_t outRank, void *outDesc) {
+  const char *call = "spmd_collective";
+  std::vector<int32_t> axes;
+  for (; axesCode; axesCode >>= 4)
+    axes.push_back(static_cast<int32_t>((axesCode & 15) - 1));
+  MemRefView in = viewOf(call, inRank, inDesc, elementBytes);
+  MemRefView out = viewOf(call, outRank, outDesc, elementBytes);
+  auto numAxes = static_cast<int32_t>(axes.size());
+  auto rank = static_cast<int32_t>(inRank);
+  switch (kind) {
+  case 0: {
+    int64_t count = 1;
+    for (int64_t size : in.shape)
+      count *= size;
+    std::memcpy(out.data, in.data, count * elementBytes);
+    spmd_all_reduce(out.data, count, dtype, axes.data(), numAxes);
+    return;
+  }
+  case 1:
+    spmd_all_gather(in.data, out.data, rank, in.shape.data(),
+                    static_cast<int32_t>(dim), dtype, axes.data(), numAxes);
+    return;
+  case 2:
+    spmd_reduce_scatter(in.data, out.data, rank, in.shape.data(),
+                        static_cast<int32_t>(dim), dtype, axes.data(),
+                        numAxes);
+    return;
+  case 3:
+    spmd_all_to_all(in.data, out.data, rank, in.shape.data(),
+                    static_cast<int32_t>(dim), static_cast<int32_t>(dim2),
+                    dtype, axes.data(), numAxes);
+    return;
+  case 4:
+    spmd_local_slice(in.data, out.data, rank, in.shape.data(),
+                     static_cast<int32_t>(dim), dtype, axes.data(), numAxes);
+    return;
+  default:
+    fail(call, "unknown collective kind %d", kind);
+  }
+}
+
+} // namespace
+
+#define SPMD_COLLECTIVE(suffix, dtype, type)                                   \
+  void spmd_collective_##suffix(int32_t kind, int64_t dim, int64_t dim2,       \
+                                int64_t axes, int64_t in_rank, void *in_desc,  \
+                                int64_t out_rank, void *out_desc) {            \
+    collective(dtype, sizeof(type), kind, dim, dim2, axes, in_rank, in_desc,   \
+               out_rank, out_desc);                                            \
+  }
+SPMD_COLLECTIVE(f32, SPMD_DTYPE_F32, float)
+SPMD_COLLECTIVE(f64, SPMD_DTYPE_F64, double)
+SPMD_COLLECTIVE(i64, SPMD_DTYPE_I64, int64_t)
+SPMD_COLLECTIVE(i32, SPMD_DTYPE_I32, int32_t)
+#undef SPMD_COLLECTIVE
+
 } // extern "C"

@@ -2,6 +2,10 @@
 
 #include "CompiledStep.h"
 
+#ifdef SPMDC_HAVE_MPI
+#include "spmdc/Runtime/Collectives.h"
+#endif
+
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -93,6 +97,7 @@ struct Descriptor {
 
 std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
                                                  MLIRContext &context,
+                                                 int optLevel,
                                                  std::string &error) {
   if (file.target != "cpu") {
     error = "the module's target is '" + file.target +
@@ -112,8 +117,9 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
     return nullptr;
   }
   ExecutionEngineOptions options;
-  auto transformer = makeOptimizingTransformer(/*optLevel=*/2, 0, nullptr);
+  auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
   options.transformer = transformer;
+  options.jitCodeGenOptLevel = static_cast<llvm::CodeGenOptLevel>(optLevel);
   auto engine = ExecutionEngine::create(*program, options);
   if (!engine) {
     error = "cannot compile the module's program: " +
@@ -128,9 +134,18 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   // linked into this binary.
   step->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
-    symbols[interner("memrefCopy")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
-        llvm::JITSymbolFlags::Exported};
+    auto add = [&](const char *name, auto *function) {
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
+                                 llvm::JITSymbolFlags::Exported};
+    };
+    add("memrefCopy", &memrefCopy);
+#ifdef SPMDC_HAVE_MPI
+    // The collectives --convert-dist-to-runtime calls.
+    add("spmd_collective_f32", &spmd_collective_f32);
+    add("spmd_collective_f64", &spmd_collective_f64);
+    add("spmd_collective_i64", &spmd_collective_i64);
+    add("spmd_collective_i32", &spmd_collective_i32);
+#endif
     return symbols;
   });
   return step;

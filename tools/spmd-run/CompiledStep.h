@@ -24,10 +24,11 @@ namespace spmdc {
 
 class CompiledStep {
 public:
-  /// JIT-compiles `file`'s program; null with `error` set on failure.
+  /// JIT-compiles `file`'s program at LLVM optimisation level `optLevel`;
+  /// null with `error` set on failure.
   static std::unique_ptr<CompiledStep> load(const ModuleFile &file,
                                             mlir::MLIRContext &context,
-                                            std::string &error);
+                                            int optLevel, std::string &error);
   ~CompiledStep();
 
   /// Runs one step; false with `error` set on failure.

@@ -25,6 +25,8 @@ struct RunOptions {
   std::string saveOutputs;
   bool interpret = false;
   bool f64 = false;
+  /// LLVM's optimisation level for a compiled module's JIT.
+  int optLevel = 0;
   std::string logLevel = "warn";
 };
 

@@ -17,6 +17,9 @@
 #include "spmdc/InitAll.h"
 #include "spmdc/Interpreter/Interpreter.h"
 #include "spmdc/Runtime/Init.h"
+#ifdef SPMDC_HAVE_MPI
+#include "spmdc/Runtime/Collectives.h"
+#endif
 #include "spmdc/Runtime/SafeTensors.h"
 #include "spmdc/Support/Diagnostics.h"
 #include "spmdc/Support/Logging.h"
@@ -26,7 +29,10 @@
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -35,6 +41,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <numeric>
 
 using namespace mlir;
 using spmdc::interp::Shape;
@@ -42,10 +49,59 @@ using spmdc::interp::Tensor;
 
 namespace {
 
+/// This process's rank when mpirun started it (every rank checks the same
+/// inputs, so only rank 0 reports what is wrong with them), else nullopt.
+std::optional<int> mpirunRank() {
+  for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value);
+  return std::nullopt;
+}
+
 /// Prints `spmd-run: error: ...` and gives the exit code of bad input.
 int fail(const std::string &message) {
-  llvm::errs() << "spmd-run: error: " << message << "\n";
+  if (mpirunRank().value_or(0) == 0)
+    llvm::errs() << "spmd-run: error: " << message << "\n";
   return 1;
+}
+
+/// Starts `ranks` copies of this spmd-run under mpirun, with the same
+/// arguments (a module read from stdin is passed on in a file), and gives
+/// their exit code.
+int launchRanks(int argc, char **argv, const std::string &input,
+                llvm::StringRef inputBytes, int64_t ranks) {
+  std::string modulePath = input;
+  llvm::SmallString<128> temporary;
+  if (input == "-") {
+    int fd;
+    if (llvm::sys::fs::createTemporaryFile("spmd-run", "mod", fd, temporary))
+      return fail("cannot write the module from stdin to a temporary file");
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << inputBytes;
+    modulePath = temporary.str().str();
+  }
+  std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&fail);
+  std::vector<std::string> command = {"mpirun", "--allow-run-as-root",
+                                      "--oversubscribe", "--bind-to", "none",
+                                      "-np", std::to_string(ranks), self};
+  for (int i = 1; i < argc; ++i)
+    command.push_back(argv[i] == input ? modulePath : argv[i]);
+  std::vector<llvm::StringRef> commandRefs(command.begin(), command.end());
+  llvm::ErrorOr<std::string> mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun)
+    return fail("this module runs on " + std::to_string(ranks) +
+                " ranks, which needs mpirun (Debian: openmpi-bin); or start "
+                "spmd-run under mpirun -np " +
+                std::to_string(ranks));
+  spdlog::info("starting {} ranks: {}", ranks, llvm::join(commandRefs, " "));
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(*mpirun, commandRefs, std::nullopt, {}, 0,
+                                     0, &error);
+  if (!temporary.empty())
+    llvm::sys::fs::remove(temporary);
+  if (rc < 0)
+    return fail("mpirun failed: " + error);
+  return rc == 0 ? 0 : 1;
 }
 
 std::optional<spmdc::rt::DType> dtypeOf(Type element) {
@@ -362,6 +418,10 @@ int main(int argc, char **argv) {
   spmdc::dist::Mesh mesh;
   using RankValues = std::vector<std::vector<Tensor>>;
   std::function<FailureOr<RankValues>(const RankValues &)> runStep;
+  // Set for a module of several ranks run under mpirun: this process is one
+  // rank, and gathers what it prints or saves from the others.
+  bool underMpi = false;
+  std::optional<spmdc::ModuleFile> moduleFile;
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<spmdc::CompiledStep> compiled;
 
@@ -372,13 +432,33 @@ int main(int argc, char **argv) {
     if (options.f64)
       return fail("--f64 applies to --interpret; a compiled module computes "
                   "in its own dtypes");
-    std::optional<spmdc::ModuleFile> file =
-        spmdc::ModuleFile::parse(inputBytes, errorMessage);
-    if (!file)
+    moduleFile = spmdc::ModuleFile::parse(inputBytes, errorMessage);
+    if (!moduleFile)
       return fail(options.input + ": " + errorMessage);
-    if (options.nranks != 1)
-      return fail("this module runs on one rank (compiled modules of sharded "
-                  "steps are not available yet); use --nranks 1");
+    const spmdc::ModuleFile *file = &*moduleFile;
+    for (size_t axis = 0; axis < file->meshAxes.size(); ++axis) {
+      mesh.axes.push_back(file->meshAxes[axis]);
+      mesh.shape.push_back(axis < file->meshShape.size()
+                               ? file->meshShape[axis]
+                               : 0);
+    }
+    if (file->meshShape.size() != file->meshAxes.size() ||
+        llvm::any_of(mesh.shape, [](int64_t size) { return size < 1; }))
+      return fail(options.input + ": the module's mesh is malformed");
+    if (mesh.numRanks() != options.nranks)
+      return fail("the module's mesh has " + std::to_string(mesh.numRanks()) +
+                  " ranks but --nranks is " + std::to_string(options.nranks));
+    if (mesh.numRanks() > 1) {
+#ifdef SPMDC_HAVE_MPI
+      if (!mpirunRank())
+        return launchRanks(argc, argv, options.input, inputBytes,
+                           mesh.numRanks());
+      underMpi = true;
+#else
+      return fail("this spmd-run was built without MPI, so it runs modules "
+                  "of one rank only");
+#endif
+    }
     auto toInfos = [&](const std::vector<spmdc::ModuleValue> &values,
                        std::vector<spmdc::tg::GraphValueInfo> &infos) {
       for (const spmdc::ModuleValue &value : values) {
@@ -400,17 +480,48 @@ int main(int argc, char **argv) {
     if (!toInfos(file->arguments, argInfos) ||
         !toInfos(file->results, resultInfos))
       return fail(errorMessage);
-    for (const auto &info : argInfos)
-      argShardings.push_back(
-          {spmdc::dist::TensorSharding::replicated(info.type.getRank()),
-           info.type});
-    for (const auto &info : resultInfos)
-      resultShardings.push_back(
-          {spmdc::dist::TensorSharding::replicated(info.type.getRank()),
-           info.type});
-    compiled = spmdc::CompiledStep::load(*file, context, errorMessage);
-    if (!compiled)
-      return fail(options.input + ": " + errorMessage);
+    // A value's sharding, checked against the mesh; its logical type.
+    auto toSharded = [&](const spmdc::ModuleValue &value,
+                         RankedTensorType local) -> std::optional<Sharded> {
+      spmdc::dist::TensorSharding sharding =
+          spmdc::dist::TensorSharding::replicated(local.getRank());
+      if (!value.shardDims.empty() || !value.partialAxes.empty()) {
+        if (value.shardDims.size() != static_cast<size_t>(local.getRank()))
+          return std::nullopt;
+        for (auto [dim, axes] : llvm::enumerate(value.shardDims))
+          sharding.dims[dim].assign(axes.begin(), axes.end());
+        sharding.partial.assign(value.partialAxes.begin(),
+                                value.partialAxes.end());
+      }
+      for (int axis : sharding.shardedAxes())
+        if (axis < 0 || axis >= static_cast<int>(mesh.axes.size()))
+          return std::nullopt;
+      for (int axis : sharding.partial)
+        if (axis < 0 || axis >= static_cast<int>(mesh.axes.size()))
+          return std::nullopt;
+      llvm::SmallVector<int64_t> shape(local.getShape());
+      for (auto [size, axes] : llvm::zip(shape, sharding.dims))
+        size *= mesh.groupSize(axes);
+      return Sharded{sharding,
+                     RankedTensorType::get(shape, local.getElementType())};
+    };
+    auto readShardings = [&](const std::vector<spmdc::ModuleValue> &values,
+                             const std::vector<spmdc::tg::GraphValueInfo> &infos,
+                             std::vector<Sharded> &out) {
+      for (auto [value, info] : llvm::zip(values, infos)) {
+        std::optional<Sharded> sharded = toSharded(value, info.type);
+        if (!sharded) {
+          errorMessage = options.input + ": value '" + value.name +
+                         "' has a malformed sharding";
+          return false;
+        }
+        out.push_back(std::move(*sharded));
+      }
+      return true;
+    };
+    if (!readShardings(file->arguments, argInfos, argShardings) ||
+        !readShardings(file->results, resultInfos, resultShardings))
+      return fail(errorMessage);
     runStep = [&](const RankValues &args) -> FailureOr<RankValues> {
       RankValues results(1);
       if (!compiled->run(args[0], results[0], errorMessage)) {
@@ -480,6 +591,15 @@ int main(int argc, char **argv) {
     };
   }
   int64_t numRanks = mesh.numRanks();
+  // The ranks this process runs: all of them in the interpreter, its own
+  // under mpirun.
+  std::vector<int64_t> localRanks;
+  if (underMpi)
+    localRanks.push_back(*mpirunRank());
+  else
+    for (int64_t rank = 0; rank < numRanks; ++rank)
+      localRanks.push_back(rank);
+  bool printing = localRanks.front() == 0;
 
   if (!options.saveOutputs.empty() && options.steps == 0)
     return fail("--save-outputs needs at least one step");
@@ -488,7 +608,7 @@ int main(int argc, char **argv) {
   InputBuilder inputs(options);
   if (!inputs.openFiles(errorMessage))
     return fail(errorMessage);
-  std::vector<std::vector<Tensor>> args(numRanks,
+  std::vector<std::vector<Tensor>> args(localRanks.size(),
                                         std::vector<Tensor>(argInfos.size()));
   for (size_t i = 0; i < argInfos.size(); ++i) {
     spmdc::tg::GraphValueInfo logicalInfo = argInfos[i];
@@ -501,8 +621,9 @@ int main(int argc, char **argv) {
       for (double &v : logical.data)
         v = spmdc::interp::roundToElementType(
             v, argInfos[i].type.getElementType());
-    for (int64_t rank = 0; rank < numRanks; ++rank)
-      args[rank][i] = blockOf(logical, argShardings[i].sharding, rank, mesh);
+    for (size_t k = 0; k < localRanks.size(); ++k)
+      args[k][i] =
+          blockOf(logical, argShardings[i].sharding, localRanks[k], mesh);
   }
 
   // Results that feed the next step: updated parameters and optimizer state
@@ -527,20 +648,67 @@ int main(int argc, char **argv) {
       }
   }
 
+  // A compiled module: started and JIT-compiled once inputs are known good.
+  if (moduleFile) {
+#ifdef SPMDC_HAVE_MPI
+    if (underMpi)
+      spmd_rt_init(nullptr, nullptr, static_cast<int32_t>(mesh.shape.size()),
+                   mesh.shape.data());
+#endif
+    compiled = spmdc::CompiledStep::load(*moduleFile, context,
+                                          options.optLevel, errorMessage);
+    if (!compiled)
+      return fail(options.input + ": " + errorMessage);
+  }
+
+  // Value `index` of every rank, from the values of the local ranks.
+  auto allRanks = [&](const RankValues &local, size_t index) {
+    RankValues perRank(numRanks, std::vector<Tensor>(1));
+    if (!underMpi) {
+      for (int64_t rank = 0; rank < numRanks; ++rank)
+        perRank[rank][0] = local[rank][index];
+      return perRank;
+    }
+#ifdef SPMDC_HAVE_MPI
+    // Blocks are the same size on every rank (dims divide evenly).
+    const Tensor &block = local[0][index];
+    int64_t n = block.numel();
+    std::vector<double> gathered(n * numRanks);
+    int64_t shape[2] = {1, n};
+    std::vector<int32_t> axes(mesh.shape.size());
+    std::iota(axes.begin(), axes.end(), 0);
+    spmd_all_gather(block.data.data(), gathered.data(), 2, shape, 0,
+                    SPMD_DTYPE_F64, axes.data(),
+                    static_cast<int32_t>(axes.size()));
+    for (int64_t rank = 0; rank < numRanks; ++rank) {
+      perRank[rank][0] = Tensor(block.shape);
+      std::copy(gathered.begin() + rank * n, gathered.begin() + (rank + 1) * n,
+                perRank[rank][0].data.begin());
+    }
+#endif
+    return perRank;
+  };
+
   std::vector<std::vector<Tensor>> lastOutputs;
   for (int step = 1; step <= options.steps; ++step) {
+#ifdef SPMDC_HAVE_MPI
+    if (underMpi)
+      spmd_rt_set_step(step);
+#endif
     FailureOr<RankValues> results = runStep(args);
     if (failed(results))
       return fail("step " + std::to_string(step) + " failed");
     if (lossIndex) {
-      Tensor loss = assemble(*results, *lossIndex, resultShardings[*lossIndex],
-                             mesh, options.f64, "the loss");
-      std::printf("step %d loss %.9g\n", step, loss.data.front());
+      Tensor loss = assemble(allRanks(*results, *lossIndex), 0,
+                             resultShardings[*lossIndex], mesh, options.f64,
+                             "the loss");
+      if (printing)
+        std::printf("step %d loss %.9g\n", step, loss.data.front());
     }
     std::fflush(stdout);
-    for (int64_t rank = 0; rank < numRanks; ++rank)
+    for (size_t k = 0; k < localRanks.size(); ++k)
       for (auto [r, a] : feedback)
-        args[rank][a] = (*results)[rank][r];
+        args[k][a] = (*results)[k][r];
     lastOutputs = std::move(*results);
   }
 
@@ -555,8 +723,9 @@ int main(int argc, char **argv) {
     std::vector<spmdc::rt::NamedTensor> saved;
     for (size_t a = 0; a < argInfos.size(); ++a)
       if (argInfos[a].role == "param") {
-        Tensor logical = assemble(args, a, argShardings[a], mesh, options.f64,
-                                  "param '" + argInfos[a].name + "'");
+        Tensor logical =
+            assemble(allRanks(args, a), 0, argShardings[a], mesh, options.f64,
+                     "param '" + argInfos[a].name + "'");
         // Tied weights are saved under each of their names.
         std::vector<std::string> names{argInfos[a].name};
         names.insert(names.end(), argInfos[a].aliases.begin(),
@@ -565,7 +734,8 @@ int main(int argc, char **argv) {
           saved.push_back({name, savedDType(argInfos[a].type.getElementType()),
                            logical.shape, logical.data});
       }
-    if (!spmdc::rt::writeSafeTensors(options.saveParams, saved, errorMessage))
+    if (printing &&
+        !spmdc::rt::writeSafeTensors(options.saveParams, saved, errorMessage))
       return fail(errorMessage);
     spdlog::info("saved {} parameters to {}", saved.size(), options.saveParams);
   }
@@ -574,14 +744,20 @@ int main(int argc, char **argv) {
     for (size_t r = 0; r < resultInfos.size(); ++r)
       if (resultInfos[r].role != "param" && resultInfos[r].role != "state") {
         Tensor logical =
-            assemble(lastOutputs, r, resultShardings[r], mesh, options.f64,
+            assemble(allRanks(lastOutputs, r), 0, resultShardings[r], mesh,
+                     options.f64,
                      resultInfos[r].role + " '" + resultInfos[r].name + "'");
         saved.push_back({resultInfos[r].role + "/" + resultInfos[r].name,
                          savedDType(resultInfos[r].type.getElementType()),
                          logical.shape, logical.data});
       }
-    if (!spmdc::rt::writeSafeTensors(options.saveOutputs, saved, errorMessage))
+    if (printing &&
+        !spmdc::rt::writeSafeTensors(options.saveOutputs, saved, errorMessage))
       return fail(errorMessage);
   }
+#ifdef SPMDC_HAVE_MPI
+  if (underMpi)
+    spmd_rt_finalize();
+#endif
   return 0;
 }

@@ -118,8 +118,6 @@ int main(int argc, char **argv) {
   override(optimizer.beta1, options.beta1);
   override(optimizer.beta2, options.beta2);
   override(optimizer.eps, options.eps);
-  if (failed(spmdc::checkPipelineOptions(pipeline)))
-    return 1;
 
   auto format = spmdc::parseInputFormat(options.inputFormat);
   spdlog::info("importing {}", options.input);

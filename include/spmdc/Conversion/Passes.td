@@ -45,4 +45,39 @@ def ConvertTgToLinalg : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def ConvertDistToRuntime : Pass<"convert-dist-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Lower dist collectives to calls of the runtime's spmd_collective_<dtype>";
+  let description = [{
+    Each collective becomes a call into the runtime (`Collectives.h`), on
+    buffers: the input tensor's buffer (read only), a fresh buffer for the
+    result, both passed as unranked memrefs so the runtime reads their
+    shapes, and constants that say what to do: the collective's kind (0
+    all_reduce, 1 all_gather, 2 reduce_scatter, 3 all_to_all, 4
+    local_slice), its dims, and its mesh axes as indices into the module's
+    `dist.mesh`, packed four bits each, first listed axis lowest, each plus
+    one. The result is the output buffer as a tensor again, so one-shot
+    bufferization then treats the call's buffers like any others. Runs
+    before `--convert-tg-to-linalg`.
+
+    Before:
+    ```mlir
+    %s = dist.all_reduce %g axes ["dp"] : tensor<8xf32>
+    ```
+    After:
+    ```mlir
+    %in = bufferization.to_buffer %g read_only : tensor<8xf32> to memref<8xf32>
+    %out = memref.alloc() : memref<8xf32>
+    %i = memref.cast %in : memref<8xf32> to memref<*xf32>
+    %o = memref.cast %out : memref<8xf32> to memref<*xf32>
+    call @spmd_collective_f32(%c0_i32, %c0_i64, %c0_i64, %c1_i64, %i, %o)
+        : (i32, i64, i64, i64, memref<*xf32>, memref<*xf32>) -> ()
+    %s = bufferization.to_tensor %out restrict writable : memref<8xf32> to tensor<8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // SPMDC_CONVERSION_PASSES_TD

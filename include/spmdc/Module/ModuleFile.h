@@ -29,12 +29,19 @@ struct ModuleValue {
   std::string dtype;
   std::vector<int64_t> shape;
   std::optional<int64_t> indexBound;
+  /// Its sharding on the mesh: per dim, the mesh axes (indices) it is split
+  /// over, and the axes it is a partial sum over. Empty: replicated.
+  std::vector<std::vector<int>> shardDims;
+  std::vector<int> partialAxes;
 };
 
 struct ModuleFile {
   std::string target = "cpu";
   /// The name of the step's entry function in the program.
   std::string entry = "main";
+  /// The device mesh; no axes: one rank.
+  std::vector<std::string> meshAxes;
+  std::vector<int64_t> meshShape;
   std::vector<ModuleValue> arguments, results;
   /// MLIR bytecode of the program (LLVM dialect).
   std::string program;

@@ -16,7 +16,7 @@
 namespace spmdc {
 
 /// The header of the module of `module`'s step; failure (with an error) for
-/// what compiled modules do not carry yet (a mesh, initial weights).
+/// what compiled modules do not carry yet (initial weights).
 mlir::FailureOr<ModuleFile> moduleSignature(mlir::ModuleOp module);
 
 } // namespace spmdc

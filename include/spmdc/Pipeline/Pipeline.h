@@ -41,9 +41,6 @@ struct PipelineOptions {
 /// dialect.
 mlir::LogicalResult buildLoweringPipeline(mlir::OpPassManager &pm);
 
-/// Failure (with an error) for options this build cannot compile yet.
-mlir::LogicalResult checkPipelineOptions(const PipelineOptions &options);
-
 /// Adds the passes of the stages up to `options.emit` to `pm` (module: the
 /// same as lower; the driver packs the result); failure (with an error) for
 /// what this build does not implement yet.

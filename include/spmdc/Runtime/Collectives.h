@@ -123,6 +123,27 @@ int spmd_local_slice(const void *in, void *out, int32_t rank,
                      const int64_t *in_shape, int32_t dim, int32_t dtype,
                      const int32_t *axes, int32_t num_axes);
 
+/// What compiled code calls (--convert-dist-to-runtime): one collective on
+/// buffers passed as unranked memrefs (rank, then a pointer to the
+/// descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}),
+/// contiguous. `kind`: 0 all-reduce (out = the sum of the members' in), 1
+/// all-gather along `dim`, 2 reduce-scatter along `dim`, 3 all-to-all
+/// splitting `dim` and concatenating `dim2`, 4 local slice along `dim`.
+/// `axes`: the mesh axes, four bits each, first listed lowest, each plus
+/// one (0 ends the list). One function per element type.
+void spmd_collective_f32(int32_t kind, int64_t dim, int64_t dim2, int64_t axes,
+                         int64_t in_rank, void *in_desc, int64_t out_rank,
+                         void *out_desc);
+void spmd_collective_f64(int32_t kind, int64_t dim, int64_t dim2, int64_t axes,
+                         int64_t in_rank, void *in_desc, int64_t out_rank,
+                         void *out_desc);
+void spmd_collective_i64(int32_t kind, int64_t dim, int64_t dim2, int64_t axes,
+                         int64_t in_rank, void *in_desc, int64_t out_rank,
+                         void *out_desc);
+void spmd_collective_i32(int32_t kind, int64_t dim, int64_t dim2, int64_t axes,
+                         int64_t in_rank, void *in_desc, int64_t out_rank,
+                         void *out_desc);
+
 #ifdef __cplusplus
 } // extern "C"
 #endif
