@@ -689,12 +689,27 @@ int main(int argc, char **argv) {
     return perRank;
   };
 
+  // Fault injection for the tests: SPMD_RUN_TEST_EXIT=R:S makes rank R
+  // exit with status 3 as step S begins, as a crashed rank would.
+  std::optional<std::pair<int64_t, int>> injectedExit;
+  if (const char *spec = std::getenv("SPMD_RUN_TEST_EXIT")) {
+    long long rank;
+    int step;
+    if (std::sscanf(spec, "%lld:%d", &rank, &step) == 2)
+      injectedExit = {rank, step};
+  }
+
   std::vector<std::vector<Tensor>> lastOutputs;
   for (int step = 1; step <= options.steps; ++step) {
 #ifdef SPMDC_HAVE_MPI
     if (underMpi)
       spmd_rt_set_step(step);
 #endif
+    if (injectedExit && injectedExit->second == step &&
+        llvm::is_contained(localRanks, injectedExit->first)) {
+      std::fflush(stdout);
+      std::exit(3);
+    }
     FailureOr<RankValues> results = runStep(args);
     if (failed(results))
       return fail("step " + std::to_string(step) + " failed");
