@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Runtime/Collectives.h"
+#include "spmdc/Runtime/MemRefView.h"
 
 // The C API only: without these, mpi.h pulls in MPI's deprecated C++
 // bindings, which want libmpi_cxx.
@@ -757,28 +758,14 @@ int spmd_local_slice(const void *in, void *out, int32_t rank,
 
 namespace {
 
-/// A buffer as compiled code passes it: an unranked memref, whose
-/// descriptor is {allocated, aligned, offset, sizes[rank], strides[rank]}.
-struct MemRefView {
-  char *data;
-  std::vector<int64_t> shape;
-};
-
-MemRefView viewOf(const char *call, int64_t rank, void *descriptor,
-                  size_t elementBytes) {
-  auto *fields = static_cast<int64_t *>(descriptor);
-  MemRefView view;
-  view.data = reinterpret_cast<char *>(fields[1]) + fields[2] * elementBytes;
-  view.shape.assign(fields + 3, fields + 3 + rank);
-  // The lowering hands over identity-layout buffers; anything else is a
-  // compiler bug, not something to compute wrongly on.
-  int64_t expected = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    if (view.shape[d] != 1 && fields[3 + rank + d] != expected)
-      fail(call, "buffer of dim %lld is not contiguous",
-           static_cast<long long>(d));
-    expected *= view.shape[d];
-  }
+/// A buffer of compiled code; the lowering hands over identity-layout
+/// buffers, anything else is a compiler bug, not something to compute
+/// wrongly on.
+spmdc::rt::MemRefView viewOf(const char *call, int64_t rank, void *descriptor,
+                             size_t elementBytes) {
+  spmdc::rt::MemRefView view(rank, descriptor, elementBytes);
+  if (!view.contiguous)
+    fail(call, "a buffer is not contiguous");
   return view;
 }
 
@@ -789,8 +776,8 @@ void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
   std::vector<int32_t> axes;
   for (; axesCode; axesCode >>= 4)
     axes.push_back(static_cast<int32_t>((axesCode & 15) - 1));
-  MemRefView in = viewOf(call, inRank, inDesc, elementBytes);
-  MemRefView out = viewOf(call, outRank, outDesc, elementBytes);
+  spmdc::rt::MemRefView in = viewOf(call, inRank, inDesc, elementBytes);
+  spmdc::rt::MemRefView out = viewOf(call, outRank, outDesc, elementBytes);
   auto numAxes = static_cast<int32_t>(axes.size());
   auto rank = static_cast<int32_t>(inRank);
   switch (kind) {

@@ -2,6 +2,7 @@
 
 #include "CompiledStep.h"
 
+#include "spmdc/Runtime/Blas.h"
 #ifdef SPMDC_HAVE_MPI
 #include "spmdc/Runtime/Collectives.h"
 #endif
@@ -139,6 +140,8 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
                                  llvm::JITSymbolFlags::Exported};
     };
     add("memrefCopy", &memrefCopy);
+    add("spmd_matmul_f32", &spmd_matmul_f32);
+    add("spmd_matmul_f64", &spmd_matmul_f64);
 #ifdef SPMDC_HAVE_MPI
     // The collectives --convert-dist-to-runtime calls.
     add("spmd_collective_f32", &spmd_collective_f32);

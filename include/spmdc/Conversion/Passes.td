@@ -80,4 +80,33 @@ def ConvertDistToRuntime : Pass<"convert-dist-to-runtime", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def ConvertTgMatmulToBlas : Pass<"convert-tg-matmul-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Lower f32 and f64 tg.matmul to calls of the runtime's BLAS GEMMs";
+  let description = [{
+    Each `tg.matmul` of f32 or f64 becomes a call of `spmd_matmul_f32` or
+    `spmd_matmul_f64` (the runtime's `Blas.h`) on its operands' buffers and
+    a fresh result buffer, passed as unranked memrefs; the runtime runs one
+    CBLAS GEMM per batch index, broadcasting batch dims as `tg.matmul`
+    does. Other element types keep `--convert-tg-to-linalg`'s loops. Runs
+    before `--convert-tg-to-linalg`.
+
+    Before:
+    ```mlir
+    %c = tg.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+    ```
+    After:
+    ```mlir
+    %ab = bufferization.to_buffer %a read_only : tensor<4x8xf32> to memref<4x8xf32>
+    %bb = bufferization.to_buffer %b read_only : tensor<8x16xf32> to memref<8x16xf32>
+    %out = memref.alloc() : memref<4x16xf32>
+    call @spmd_matmul_f32(%ab_unranked, %bb_unranked, %out_unranked)
+        : (memref<*xf32>, memref<*xf32>, memref<*xf32>) -> ()
+    %c = bufferization.to_tensor %out restrict writable : memref<4x16xf32> to tensor<4x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // SPMDC_CONVERSION_PASSES_TD

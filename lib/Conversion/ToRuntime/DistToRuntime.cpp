@@ -7,14 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeCall.h"
+
 #include "spmdc/Conversion/Passes.h"
 #include "spmdc/Dialect/Dist/IR/Dist.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/SymbolTable.h"
 
 namespace spmdc {
 #define GEN_PASS_DEF_CONVERTDISTTORUNTIME
@@ -85,7 +83,6 @@ struct ConvertDistToRuntimePass
       return signalPassFailure();
 
     OpBuilder b(module.getContext());
-    SymbolTable symbols(module);
     for (Operation *op : collectives) {
       Collective collective = *describe(op);
       Value input = op->getOperand(0);
@@ -113,42 +110,19 @@ struct ConvertDistToRuntimePass
       }
 
       Location loc = op->getLoc();
-      Type element = inputType.getElementType();
-      auto unranked = UnrankedMemRefType::get(element, 0);
-      std::string name = "spmd_collective_" + *suffix;
-      auto callee = symbols.lookup<func::FuncOp>(name);
-      if (!callee) {
-        b.setInsertionPointToEnd(module.getBody());
-        callee = func::FuncOp::create(
-            b, module.getLoc(), name,
-            b.getFunctionType({b.getI32Type(), b.getI64Type(), b.getI64Type(),
-                               b.getI64Type(), unranked, unranked},
-                              {}));
-        callee.setPrivate();
-        symbols.insert(callee);
-      }
-
+      func::FuncOp callee = getOrDeclareRuntimeFunction(
+          module, "spmd_collective_" + *suffix,
+          {b.getI32Type(), b.getI64Type(), b.getI64Type(), b.getI64Type()},
+          inputType.getElementType(), /*numBuffers=*/2);
       b.setInsertionPoint(op);
-      auto i32 = [&](int64_t v) {
-        return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
-      };
       auto i64 = [&](int64_t v) {
         return arith::ConstantIntOp::create(b, loc, v, 64).getResult();
       };
-      Value kind = i32(collective.kind), dim = i64(collective.dim),
-            dim2 = i64(collective.dim2), axes = i64(axesCode);
-      auto inType = MemRefType::get(inputType.getShape(), element);
-      auto outType = MemRefType::get(resultType.getShape(), element);
-      Value in = bufferization::ToBufferOp::create(b, loc, inType, input,
-                                                   /*read_only=*/true);
-      Value out = memref::AllocOp::create(b, loc, outType);
-      func::CallOp::create(
+      Value kind = arith::ConstantIntOp::create(b, loc, collective.kind, 32);
+      Value result = emitRuntimeCall(
           b, loc, callee,
-          ValueRange{kind, dim, dim2, axes,
-                     memref::CastOp::create(b, loc, unranked, in),
-                     memref::CastOp::create(b, loc, unranked, out)});
-      Value result = bufferization::ToTensorOp::create(
-          b, loc, resultType, out, /*restrict=*/true, /*writable=*/true);
+          {kind, i64(collective.dim), i64(collective.dim2), i64(axesCode)},
+          {input}, resultType);
       op->getResult(0).replaceAllUsesWith(result);
       op->erase();
     }

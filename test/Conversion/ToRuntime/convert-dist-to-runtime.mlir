@@ -7,8 +7,8 @@
 // CHECK-DAG: %[[AR:.*]] = arith.constant 0 : i32
 // CHECK-DAG: %[[TP:.*]] = arith.constant 2 : i64
 // CHECK: %[[IN:.*]] = bufferization.to_buffer %arg0 read_only : tensor<4x8xf32> to memref<4x8xf32>
-// CHECK: %[[OUT:.*]] = memref.alloc() : memref<4x8xf32>
 // CHECK: %[[I:.*]] = memref.cast %[[IN]] : memref<4x8xf32> to memref<*xf32>
+// CHECK: %[[OUT:.*]] = memref.alloc() : memref<4x8xf32>
 // CHECK: %[[O:.*]] = memref.cast %[[OUT]] : memref<4x8xf32> to memref<*xf32>
 // CHECK: call @spmd_collective_f32(%[[AR]], %{{.*}}, %{{.*}}, %[[TP]], %[[I]], %[[O]])
 // CHECK: %[[S:.*]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<4x8xf32> to tensor<4x8xf32>

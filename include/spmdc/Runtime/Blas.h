@@ -1,0 +1,31 @@
+/*===- Blas.h - matmuls of compiled code through BLAS (C ABI) ------*- C -*-===*\
+|*                                                                            *|
+|* --convert-tg-matmul-to-blas turns each f32/f64 tg.matmul into a call of    *|
+|* spmd_matmul_<dtype> on contiguous buffers passed as unranked memrefs      *|
+|* (rank, then a pointer to the descriptor {allocated, aligned, offset,      *|
+|* sizes[rank], strides[rank]}). c = a @ b with tg.matmul's semantics: a is   *|
+|* [..., m, k], b is [..., k, n], c is [..., m, n]; batch dims broadcast      *|
+|* NumPy style (a missing or size-1 dim repeats). One GEMM per batch index,   *|
+|* through the system's CBLAS (OpenBLAS), on one thread: a rank is one core.  *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef SPMDC_RUNTIME_BLAS_H
+#define SPMDC_RUNTIME_BLAS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void spmd_matmul_f32(int64_t a_rank, void *a_desc, int64_t b_rank,
+                     void *b_desc, int64_t c_rank, void *c_desc);
+void spmd_matmul_f64(int64_t a_rank, void *a_desc, int64_t b_rank,
+                     void *b_desc, int64_t c_rank, void *c_desc);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif /* SPMDC_RUNTIME_BLAS_H */

@@ -1,0 +1,25 @@
+// RUN: spmdc-opt %s --convert-tg-matmul-to-blas | FileCheck %s
+
+// f32 and f64 matmuls become calls of the runtime's GEMMs on the operands'
+// buffers and a fresh result buffer; batch dims and broadcasting are the
+// runtime's to handle.
+// CHECK-LABEL: func.func @matmuls
+// CHECK: %[[A:.*]] = bufferization.to_buffer %arg0 read_only : tensor<2x4x8xf32> to memref<2x4x8xf32>
+// CHECK: %[[AU:.*]] = memref.cast %[[A]] : memref<2x4x8xf32> to memref<*xf32>
+// CHECK: %[[B:.*]] = bufferization.to_buffer %arg1 read_only : tensor<8x16xf32> to memref<8x16xf32>
+// CHECK: %[[BU:.*]] = memref.cast %[[B]] : memref<8x16xf32> to memref<*xf32>
+// CHECK: %[[C:.*]] = memref.alloc() : memref<2x4x16xf32>
+// CHECK: %[[CU:.*]] = memref.cast %[[C]] : memref<2x4x16xf32> to memref<*xf32>
+// CHECK: call @spmd_matmul_f32(%[[AU]], %[[BU]], %[[CU]]) : (memref<*xf32>, memref<*xf32>, memref<*xf32>) -> ()
+// CHECK: bufferization.to_tensor %[[C]] restrict writable : memref<2x4x16xf32> to tensor<2x4x16xf32>
+// CHECK: call @spmd_matmul_f64(
+// An f16 matmul keeps the linalg lowering.
+// CHECK: tg.matmul %arg4, %arg5 : tensor<2x3xf16>, tensor<3x2xf16>
+// CHECK: func.func private @spmd_matmul_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>)
+// CHECK: func.func private @spmd_matmul_f64(memref<*xf64>, memref<*xf64>, memref<*xf64>)
+func.func @matmuls(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>, %x: tensor<3x5xf64>, %y: tensor<5x2xf64>, %i: tensor<2x3xf16>, %j: tensor<3x2xf16>) -> (tensor<2x4x16xf32>, tensor<3x2xf64>, tensor<2x2xf16>) {
+  %c = tg.matmul %a, %b : tensor<2x4x8xf32>, tensor<8x16xf32>
+  %z = tg.matmul %x, %y : tensor<3x5xf64>, tensor<5x2xf64>
+  %k = tg.matmul %i, %j : tensor<2x3xf16>, tensor<3x2xf16>
+  return %c, %z, %k : tensor<2x4x16xf32>, tensor<3x2xf64>, tensor<2x2xf16>
+}
