@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Step time of compiled spmdc modules against PyTorch eager on the CPU.
 
-    python3 bench/step_time.py [--build build] [--steps 5] [--configs mini,medium]
+    python3 bench/step_time.py [--build build] [--steps K] [--opt-level N]
+                               [--configs mini,medium,small]
 
 For each GPT-2 shaped config it generates the JSON graph, compiles it with
 spmdc (1 rank, and ZeRO-1 data parallel over 2 ranks), and runs it with
@@ -36,6 +37,9 @@ CONFIGS = {
     "small": dict(batch=1, seq=64, vocab=50257, n_embd=768, n_head=12,
                   mlp_hidden=3072, n_layer=12),
 }
+# Steps timed per config: enough that the difference of two runs is well
+# above the noise of JIT compilation.
+STEPS = {"mini": 200, "medium": 20, "small": 3}
 
 
 def timed(cmd, **kw):
@@ -44,14 +48,14 @@ def timed(cmd, **kw):
     return time.perf_counter() - start
 
 
-def spmdc_step(build, graph, spec, ranks, steps, tmp):
+def spmdc_step(build, graph, spec, ranks, steps, opt_level, tmp):
     module = os.path.join(tmp, f"step-{ranks}.mod")
     cmd = [os.path.join(build, "bin", "spmdc"), graph, "-o", module]
     if spec:
         cmd += ["--shard-spec", spec]
     compile_s = timed(cmd)
     run = [os.path.join(build, "bin", "spmd-run"), module, "--nranks",
-           str(ranks)]
+           str(ranks), "--opt-level", str(opt_level)]
     one = timed(run + ["--steps", "1"])
     many = timed(run + ["--steps", str(1 + steps)])
     return compile_s, one, (many - one) / steps
@@ -89,7 +93,10 @@ def torch_step(cfg, steps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=0,
+                    help="steps timed (default: per config)")
+    ap.add_argument("--opt-level", type=int, default=0,
+                    help="spmd-run --opt-level")
     ap.add_argument("--configs", default="mini,medium")
     args = ap.parse_args()
     print(f"{'config':8} {'params':>10} {'ranks':>5} {'compile s':>9} "
@@ -106,13 +113,14 @@ def main():
                 json.dump({"version": 1,
                            "mesh": {"axes": ["dp"], "shape": [2]},
                            "presets": {"dp": "zero1"}}, f)
-            torch_s = torch_step(cfg, args.steps)
+            steps = args.steps or STEPS[name]
+            torch_s = torch_step(cfg, steps)
             for ranks in (1, 2):
                 if ranks > cfg["batch"]:
                     continue
                 c, one, step = spmdc_step(args.build, graph,
                                           spec if ranks > 1 else None, ranks,
-                                          args.steps, tmp)
+                                          steps, args.opt_level, tmp)
                 torch_ms = f"{torch_s * 1e3:9.2f}" if torch_s else f"{'-':>9}"
                 ratio = (f"{step / torch_s:6.2f}" if torch_s and ranks == 1
                          else f"{'-':>6}")
