@@ -147,21 +147,25 @@ public:
     return true;
   }
 
-  bool build(const spmdc::tg::GraphValueInfo &info, Tensor &tensor,
+  /// Builds the block at `offsets` of `sizes` of the logical tensor `info`
+  /// describes: a rank reads or generates its block only.
+  bool build(const spmdc::tg::GraphValueInfo &info,
+             const std::vector<int64_t> &offsets,
+             const std::vector<int64_t> &sizes, Tensor &block,
              std::string &error) {
     std::vector<int64_t> shape(info.type.getShape().begin(),
                                info.type.getShape().end());
     if (info.type.getNumElements() > (int64_t(1) << 30)) {
       error = "input '" + info.name + "' has " +
               std::to_string(info.type.getNumElements()) +
-              " elements; the interpreter holds up to 2^30";
+              " elements; spmd-run holds up to 2^30 per tensor";
       return false;
     }
-    tensor = Tensor(shape);
+    block = Tensor(sizes);
     spmdc::rt::SafeTensorsReader *file =
         info.role == "data" ? data.get() : params.get();
     if (file && file->find(info.name))
-      return readFromFile(*file, info, tensor, error);
+      return readFromFile(*file, info, offsets, sizes, block, error);
     // Weights the program carries (a torch.export archive's).
     if (info.initialValue) {
       auto dense = llvm::dyn_cast<DenseElementsAttr>(info.initialValue);
@@ -176,13 +180,19 @@ public:
                 shapeString(shape);
         return false;
       }
+      Tensor logical(shape);
       size_t i = 0;
       if (llvm::isa<FloatType>(dense.getElementType()))
         for (const APFloat &v : dense.getValues<APFloat>())
-          tensor.data[i++] = v.convertToDouble();
+          logical.data[i++] = v.convertToDouble();
       else
         for (const APInt &v : dense.getValues<APInt>())
-          tensor.data[i++] = static_cast<double>(v.getSExtValue());
+          logical.data[i++] = static_cast<double>(v.getSExtValue());
+      block = logical;
+      for (size_t d = 0; d < sizes.size(); ++d)
+        if (sizes[d] != shape[d])
+          block = spmdc::interp::slice(block, d, offsets[d],
+                                       offsets[d] + sizes[d], 1);
       return true;
     }
     // A --params file must hold every parameter: a missing one is far more
@@ -211,25 +221,29 @@ public:
         return false;
       }
     }
-    std::vector<int64_t> offsets(shape.size(), 0);
     spmd_init_block(options.seed, info.name.c_str(), shape.data(),
                     static_cast<int32_t>(shape.size()), kind, bound,
-                    offsets.data(), shape.data(), tensor.data.data());
+                    offsets.data(), sizes.data(), block.data.data());
     return true;
   }
 
 private:
   bool readFromFile(spmdc::rt::SafeTensorsReader &file,
-                    const spmdc::tg::GraphValueInfo &info, Tensor &tensor,
+                    const spmdc::tg::GraphValueInfo &info,
+                    const std::vector<int64_t> &offsets,
+                    const std::vector<int64_t> &sizes, Tensor &block,
                     std::string &error) {
     const spmdc::rt::TensorInfo *stored = file.find(info.name);
-    if (stored->shape != tensor.shape) {
+    std::vector<int64_t> shape(info.type.getShape().begin(),
+                               info.type.getShape().end());
+    if (stored->shape != shape) {
       error = file.path() + ": tensor '" + info.name + "' has shape " +
               shapeString(stored->shape) + " but the program expects " +
-              shapeString(tensor.shape);
+              shapeString(shape);
       return false;
     }
-    return file.readAsDouble(info.name, tensor.data, error);
+    return file.readSliceAsDouble(info.name, offsets, sizes, block.data,
+                                  error);
   }
 
   const spmdc::RunOptions &options;
@@ -299,20 +313,6 @@ std::string describe(RankedTensorType type, const Sharded &sharded,
   llvm::raw_string_ostream os(text);
   os << type << " " << sharded.sharding.str(mesh);
   return text;
-}
-
-/// Rank `rank`'s block of a logical tensor.
-Tensor blockOf(const Tensor &logical,
-               const spmdc::dist::TensorSharding &sharding, int64_t rank,
-               const spmdc::dist::Mesh &mesh) {
-  llvm::SmallVector<int64_t> offsets, sizes;
-  sharding.blockOf(rank, logical.shape, mesh, offsets, sizes);
-  Tensor block = logical;
-  for (size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] != logical.shape[d])
-      block =
-          spmdc::interp::slice(block, d, offsets[d], offsets[d] + sizes[d], 1);
-  return block;
 }
 
 /// Adds `block` into `logical` at `offsets`.
@@ -604,7 +604,7 @@ int main(int argc, char **argv) {
   if (!options.saveOutputs.empty() && options.steps == 0)
     return fail("--save-outputs needs at least one step");
 
-  // The logical inputs, then each rank's block of them.
+  // Each local rank's block of each input, read or generated on its own.
   InputBuilder inputs(options);
   if (!inputs.openFiles(errorMessage))
     return fail(errorMessage);
@@ -613,17 +613,21 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < argInfos.size(); ++i) {
     spmdc::tg::GraphValueInfo logicalInfo = argInfos[i];
     logicalInfo.type = argShardings[i].logicalType;
-    Tensor logical;
-    if (!inputs.build(logicalInfo, logical, errorMessage))
-      return fail(errorMessage);
-    // An f32 argument holds f32 values, whatever the file or init gave.
-    if (!options.f64)
-      for (double &v : logical.data)
-        v = spmdc::interp::roundToElementType(
-            v, argInfos[i].type.getElementType());
-    for (size_t k = 0; k < localRanks.size(); ++k)
-      args[k][i] =
-          blockOf(logical, argShardings[i].sharding, localRanks[k], mesh);
+    for (size_t k = 0; k < localRanks.size(); ++k) {
+      llvm::SmallVector<int64_t> offsets, sizes;
+      argShardings[i].sharding.blockOf(localRanks[k],
+                                       logicalInfo.type.getShape(), mesh,
+                                       offsets, sizes);
+      Tensor &block = args[k][i];
+      if (!inputs.build(logicalInfo, {offsets.begin(), offsets.end()},
+                        {sizes.begin(), sizes.end()}, block, errorMessage))
+        return fail(errorMessage);
+      // An f32 argument holds f32 values, whatever the file or init gave.
+      if (!options.f64)
+        for (double &v : block.data)
+          v = spmdc::interp::roundToElementType(
+              v, argInfos[i].type.getElementType());
+    }
   }
 
   // Results that feed the next step: updated parameters and optimizer state
