@@ -46,12 +46,15 @@ llvm::StringRef stageName(Stage stage) {
 
 LogicalResult buildLoweringPipeline(OpPassManager &pm) {
   // Collectives and f32/f64 matmuls become runtime calls on buffers (MPI,
-  // BLAS); then MLIR's own path from
-  // linalg on tensors to the LLVM dialect: elementwise fusion, one-shot
-  // bufferization across the step's functions, loops, LLVM.
+  // BLAS); then MLIR's own path from linalg on tensors to the LLVM dialect:
+  // elementwise fusion, one-shot bufferization across the step's functions,
+  // deallocation of every buffer once its last user is done (without it a
+  // step leaks its intermediates), loops, LLVM.
   return parsePassPipeline(
-      "convert-dist-to-runtime,convert-tg-matmul-to-blas,convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
+      "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
+      "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
       "one-shot-bufferize{bufferize-function-boundaries},"
+      "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
       "convert-linalg-to-loops,convert-scf-to-cf,"
       "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
       "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts",

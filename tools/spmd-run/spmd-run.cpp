@@ -38,6 +38,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -714,9 +715,15 @@ int main(int argc, char **argv) {
       std::fflush(stdout);
       std::exit(3);
     }
+    auto started = std::chrono::steady_clock::now();
     FailureOr<RankValues> results = runStep(args);
     if (failed(results))
       return fail("step " + std::to_string(step) + " failed");
+    // The step alone, for benchmarks (bench/step_time.py reads it).
+    spdlog::info("step {} took {:.3f} ms", step,
+                 std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - started)
+                     .count());
     if (lossIndex) {
       Tensor loss = assemble(allRanks(*results, *lossIndex), 0,
                              resultShardings[*lossIndex], mesh, options.f64,
