@@ -54,7 +54,9 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm) {
       "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
       "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
       "one-shot-bufferize{bufferize-function-boundaries},"
-      "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+      "ownership-based-buffer-deallocation,canonicalize,"
+      "bufferization-lower-deallocations,cse,canonicalize,"
+      "convert-bufferization-to-memref,"
       "convert-linalg-to-loops,convert-scf-to-cf,"
       "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
       "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts",
