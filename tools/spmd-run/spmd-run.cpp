@@ -257,6 +257,17 @@ struct Sharded {
   RankedTensorType logicalType;
 };
 
+/// `local`, a block of `sharding` on `mesh`, with the logical type it is a
+/// block of.
+Sharded shardedOf(const spmdc::dist::TensorSharding &sharding,
+                  RankedTensorType local, const spmdc::dist::Mesh &mesh) {
+  llvm::SmallVector<int64_t> shape(local.getShape());
+  for (auto [size, axes] : llvm::zip(shape, sharding.dims))
+    size *= mesh.groupSize(axes);
+  return Sharded{sharding,
+                 RankedTensorType::get(shape, local.getElementType())};
+}
+
 /// Reads an argument's or result's `dist.sharding` (absent: replicated);
 /// nullopt with `error` set when it is malformed.
 std::optional<Sharded> readSharding(DictionaryAttr attr,
@@ -300,11 +311,7 @@ std::optional<Sharded> readSharding(DictionaryAttr attr,
     }
     seen[axis] = true;
   }
-  llvm::SmallVector<int64_t> shape(local.getShape());
-  for (auto [size, axes] : llvm::zip(shape, sharding->dims))
-    size *= mesh.groupSize(axes);
-  return Sharded{*sharding,
-                 RankedTensorType::get(shape, local.getElementType())};
+  return shardedOf(*sharding, local, mesh);
 }
 
 /// e.g. "tensor<4x2xf32> [S(dp), R]".
@@ -500,11 +507,7 @@ int main(int argc, char **argv) {
       for (int axis : sharding.partial)
         if (axis < 0 || axis >= static_cast<int>(mesh.axes.size()))
           return std::nullopt;
-      llvm::SmallVector<int64_t> shape(local.getShape());
-      for (auto [size, axes] : llvm::zip(shape, sharding.dims))
-        size *= mesh.groupSize(axes);
-      return Sharded{sharding,
-                     RankedTensorType::get(shape, local.getElementType())};
+      return shardedOf(sharding, local, mesh);
     };
     auto readShardings = [&](const std::vector<spmdc::ModuleValue> &values,
                              const std::vector<spmdc::tg::GraphValueInfo> &infos,
