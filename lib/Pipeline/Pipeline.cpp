@@ -44,7 +44,10 @@ llvm::StringRef stageName(Stage stage) {
   return "module";
 }
 
-LogicalResult buildLoweringPipeline(OpPassManager &pm) {
+LogicalResult buildLoweringPipeline(OpPassManager &pm,
+                                    const LoweringOptions &options) {
+  if (options.target == "cuda")
+    return buildCudaLoweringPipeline(pm, options);
   // Collectives and f32/f64 matmuls become runtime calls on buffers (MPI,
   // BLAS); then MLIR's own path from linalg on tensors to the LLVM dialect:
   // elementwise fusion, one-shot bufferization across the step's functions,
@@ -60,6 +63,41 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm) {
       "convert-linalg-to-loops,convert-scf-to-cf,"
       "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
       "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts",
+      pm, llvm::errs());
+}
+
+LogicalResult buildCudaLoweringPipeline(OpPassManager &pm,
+                                        const LoweringOptions &options) {
+  // The CPU path up to bufferized linalg (collectives: NCCL, matmuls:
+  // cuBLAS, behind the same runtime calls). Then every loop nest becomes a
+  // kernel (--form-gpu-kernels fuses row-wise neighbours first; the
+  // deallocations are lowered after it, so their helper loops stay host
+  // code), MLIR's
+  // NVVM path compiles the kernels to PTX, and the host code allocates
+  // through the runtime's _mlir_memref_to_llvm_alloc (managed memory) so
+  // kernels, cuBLAS and NCCL can reach every buffer.
+  std::string arch = options.cudaArch;
+  return parsePassPipeline(
+      "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
+      "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
+      "one-shot-bufferize{bufferize-function-boundaries},"
+      "prepare-linalg-for-gpu,"
+      "ownership-based-buffer-deallocation,canonicalize,"
+      "convert-linalg-to-parallel-loops,canonicalize,"
+      "form-gpu-kernels,convert-parallel-loops-to-gpu,"
+      "gpu-kernel-outlining,"
+      "bufferization-lower-deallocations,cse,canonicalize,"
+      "convert-bufferization-to-memref,convert-scf-to-cf,"
+      "convert-func-to-llvm,expand-strided-metadata,"
+      "nvvm-attach-target{chip=" + arch + " features=+ptx80},"
+      "lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
+      "canonicalize,cse,"
+      "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,canonicalize,cse,"
+      "reconcile-unrealized-casts),"
+      "finalize-memref-to-llvm{use-generic-functions},"
+      "convert-math-to-llvm,gpu-to-llvm,"
+      "gpu-module-to-binary{format=isa},"
+      "convert-to-llvm,canonicalize,cse,reconcile-unrealized-casts",
       pm, llvm::errs());
 }
 
@@ -94,7 +132,7 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   if (options.emit >= Stage::Shard && options.spec)
     pm.addPass(dist::createDistShardPass(*options.spec));
   if (options.emit >= Stage::Lower)
-    return buildLoweringPipeline(pm);
+    return buildLoweringPipeline(pm, options.lowering);
   return success();
 }
 

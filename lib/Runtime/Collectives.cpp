@@ -72,7 +72,14 @@ struct State {
   std::atomic<uint64_t> callAxes{0};
 
   std::atomic<bool> aborting{false};
-  std::vector<char> scratchA, scratchB;
+  /// Where collectives' bytes travel; null: MPI on host buffers.
+  const spmd_rt_transport *transport = nullptr;
+  /// Scratch buffers for packed chunks: host ones (malloc) for MPI, the
+  /// transport's (device memory) for it.
+  struct Scratch {
+    char *data = nullptr;
+    size_t size = 0;
+  } hostScratch[2], transportScratch[2];
 };
 
 State &state() {
@@ -216,6 +223,9 @@ std::string axesText(uint64_t packed) {
 /// This rank's group over an ordered axis list.
 struct Group {
   MPI_Comm comm = MPI_COMM_NULL;
+  /// The set of axes (bit a: axis a): which communicator or transport
+  /// group.
+  uint32_t mask = 0;
   int64_t size = 1;
   /// This rank's index in the listed order.
   int64_t index = 0;
@@ -275,6 +285,7 @@ Group resolveGroup(const char *call, const int32_t *axes, int32_t n) {
   if (g.size == 1)
     return g;
   g.comm = s.comms[mask];
+  g.mask = mask;
   if (ascending)
     return g;
   // Communicator rank j is the ascending-order index; decode it into
@@ -432,10 +443,26 @@ int blockCount(const char *call, int64_t count) {
   return static_cast<int>(count);
 }
 
-char *scratch(std::vector<char> &buffer, size_t bytes) {
-  if (buffer.size() < bytes)
-    buffer.resize(bytes);
-  return buffer.data();
+/// Scratch buffer `which` (0 or 1) of at least `bytes` for `t` (null: MPI).
+char *scratch(const spmd_rt_transport *t, int which, size_t bytes) {
+  State::Scratch &buffer =
+      t ? state().transportScratch[which] : state().hostScratch[which];
+  if (buffer.size >= bytes)
+    return buffer.data;
+  if (buffer.data)
+    t ? t->release(buffer.data) : std::free(buffer.data);
+  buffer.data = static_cast<char *>(t ? t->alloc(bytes) : std::malloc(bytes));
+  if (!buffer.data)
+    fail("scratch", "cannot allocate %zu bytes", bytes);
+  buffer.size = bytes;
+  return buffer.data;
+}
+
+/// Fails the job when the transport reports an error.
+void checkTransport(const char *call, const spmd_rt_transport *t,
+                    const char *error) {
+  if (error)
+    fail(call, "%s: %s", t->name, error);
 }
 
 /// dst[j][o] = src[o][pos(j)]: src is [outer][n][row], dst [n][outer][row]
@@ -581,6 +608,40 @@ int64_t spmd_rt_group_index(const int32_t *axes, int32_t num_axes) {
   return resolveGroup("spmd_rt_group_index", axes, num_axes).index;
 }
 
+void spmd_rt_fail(const char *call, const char *message) {
+  fail(call ? call : "spmd-run", "%s", message ? message : "failed");
+}
+
+int spmd_rt_set_transport(const spmd_rt_transport *transport) {
+  const char *call = "spmd_rt_set_transport";
+  requireInit(call);
+  State &s = state();
+  if (!transport || s.transport)
+    fail(call, transport ? "a transport is installed already" : "null");
+  Armed armed(call, nullptr, 0);
+  std::vector<char> id(transport->id_bytes);
+  // Every rank walks the sets of axes in the same order, as
+  // spmd_rt_init made the communicators.
+  for (uint32_t mask = 1; mask < s.comms.size(); ++mask) {
+    int size = 0, rank = 0;
+    checkMpi(MPI_Comm_size(s.comms[mask], &size), call, "MPI_Comm_size");
+    if (size == 1)
+      continue;
+    checkMpi(MPI_Comm_rank(s.comms[mask], &rank), call, "MPI_Comm_rank");
+    if (rank == 0 && transport->make_id) {
+      if (const char *error = transport->make_id(id.data()))
+        fail(call, "%s: %s", transport->name, error);
+    }
+    checkMpi(MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, 0,
+                       s.comms[mask]),
+             call, "MPI_Bcast");
+    if (const char *error = transport->init_group(mask, size, rank, id.data()))
+      fail(call, "%s: %s", transport->name, error);
+  }
+  s.transport = transport;
+  return 0;
+}
+
 void spmd_rt_finalize(void) {
   const char *call = "spmd_rt_finalize";
   requireInit(call);
@@ -597,6 +658,14 @@ void spmd_rt_finalize(void) {
     s.wake.notify_all();
     s.watchdog.join();
   }
+  if (const spmd_rt_transport *t = s.transport) {
+    for (State::Scratch &buffer : s.transportScratch)
+      if (buffer.data)
+        t->release(buffer.data);
+    if (t->finalize)
+      t->finalize();
+    s.transport = nullptr;
+  }
   for (MPI_Comm &comm : s.comms)
     if (comm != MPI_COMM_NULL)
       MPI_Comm_free(&comm);
@@ -605,8 +674,9 @@ void spmd_rt_finalize(void) {
     MPI_Finalize();
 }
 
-int spmd_all_reduce(void *inout, int64_t count, int32_t dtype,
-                    const int32_t *axes, int32_t num_axes) {
+static int allReduce(void *inout, int64_t count, int32_t dtype,
+                     const int32_t *axes, int32_t num_axes,
+                     const spmd_rt_transport *transport) {
   const char *call = "spmd_all_reduce";
   requireInit(call);
   DTypeInfo t = dtypeInfo(call, dtype);
@@ -616,6 +686,11 @@ int spmd_all_reduce(void *inout, int64_t count, int32_t dtype,
   if (g.size == 1)
     return 0;
   Armed armed(call, axes, num_axes);
+  if (transport) {
+    checkTransport(call, transport,
+                   transport->all_reduce(inout, count, dtype, g.mask));
+    return 0;
+  }
   // Sums are elementwise, so a buffer past MPI's int count goes in pieces.
   const int64_t piece = int64_t(1) << 30;
   for (int64_t done = 0; done < count; done += piece) {
@@ -628,9 +703,10 @@ int spmd_all_reduce(void *inout, int64_t count, int32_t dtype,
   return 0;
 }
 
-int spmd_all_gather(const void *in, void *out, int32_t rank,
-                    const int64_t *local_shape, int32_t dim, int32_t dtype,
-                    const int32_t *axes, int32_t num_axes) {
+static int allGather(const void *in, void *out, int32_t rank,
+                     const int64_t *local_shape, int32_t dim, int32_t dtype,
+                     const int32_t *axes, int32_t num_axes,
+                     const spmd_rt_transport *transport) {
   const char *call = "spmd_all_gather";
   requireInit(call);
   DTypeInfo t = dtypeInfo(call, dtype);
@@ -646,22 +722,29 @@ int spmd_all_gather(const void *in, void *out, int32_t rank,
   }
   int block = blockCount(call, l.count());
   Armed armed(call, axes, num_axes);
+  auto gatherInto = [&](void *to) {
+    if (transport)
+      checkTransport(call, transport,
+                     transport->all_gather(in, to, block, dtype, g.mask));
+    else
+      checkMpi(MPI_Allgather(in, block, t.mpi, to, block, t.mpi, g.comm), call,
+               "MPI_Allgather");
+  };
   if (contiguousIdentity(g, l.outer)) {
-    checkMpi(MPI_Allgather(in, block, t.mpi, out, block, t.mpi, g.comm), call,
-             "MPI_Allgather");
+    gatherInto(out);
     return 0;
   }
-  char *gathered = scratch(state().scratchA, bytes * g.size);
-  checkMpi(MPI_Allgather(in, block, t.mpi, gathered, block, t.mpi, g.comm),
-           call, "MPI_Allgather");
+  char *gathered = scratch(transport, 0, bytes * g.size);
+  gatherInto(gathered);
   unpackChunks(static_cast<char *>(out), gathered, g, l.outer,
                l.dimSize * l.inner * t.bytes);
   return 0;
 }
 
-int spmd_reduce_scatter(const void *in, void *out, int32_t rank,
-                        const int64_t *in_shape, int32_t dim, int32_t dtype,
-                        const int32_t *axes, int32_t num_axes) {
+static int reduceScatter(const void *in, void *out, int32_t rank,
+                         const int64_t *in_shape, int32_t dim, int32_t dtype,
+                         const int32_t *axes, int32_t num_axes,
+                         const spmd_rt_transport *transport) {
   const char *call = "spmd_reduce_scatter";
   requireInit(call);
   DTypeInfo t = dtypeInfo(call, dtype);
@@ -681,20 +764,24 @@ int spmd_reduce_scatter(const void *in, void *out, int32_t rank,
   Armed armed(call, axes, num_axes);
   const void *send = in;
   if (!contiguousIdentity(g, l.outer)) {
-    char *packed = scratch(state().scratchA, bytes);
+    char *packed = scratch(transport, 0, bytes);
     packChunks(packed, static_cast<const char *>(in), g, l.outer,
                chunkRows * l.inner * t.bytes);
     send = packed;
   }
-  checkMpi(MPI_Reduce_scatter_block(send, out, block, t.mpi, MPI_SUM, g.comm),
-           call, "MPI_Reduce_scatter_block");
+  if (transport)
+    checkTransport(call, transport,
+                   transport->reduce_scatter(send, out, block, dtype, g.mask));
+  else
+    checkMpi(MPI_Reduce_scatter_block(send, out, block, t.mpi, MPI_SUM, g.comm),
+             call, "MPI_Reduce_scatter_block");
   return 0;
 }
 
-int spmd_all_to_all(const void *in, void *out, int32_t rank,
+static int allToAll(const void *in, void *out, int32_t rank,
                     const int64_t *in_shape, int32_t split_dim,
                     int32_t concat_dim, int32_t dtype, const int32_t *axes,
-                    int32_t num_axes) {
+                    int32_t num_axes, const spmd_rt_transport *transport) {
   const char *call = "spmd_all_to_all";
   requireInit(call);
   DTypeInfo t = dtypeInfo(call, dtype);
@@ -719,22 +806,55 @@ int spmd_all_to_all(const void *in, void *out, int32_t rank,
   Armed armed(call, axes, num_axes);
   const void *send = in;
   if (!contiguousIdentity(g, split.outer)) {
-    char *packed = scratch(state().scratchA, bytes);
+    char *packed = scratch(transport, 0, bytes);
     packChunks(packed, static_cast<const char *>(in), g, split.outer,
                chunkShape[split_dim] * split.inner * t.bytes);
     send = packed;
   }
+  auto exchangeInto = [&](void *to) {
+    if (transport)
+      checkTransport(call, transport,
+                     transport->all_to_all(send, to, block, dtype, g.mask));
+    else
+      checkMpi(MPI_Alltoall(send, block, t.mpi, to, block, t.mpi, g.comm), call,
+               "MPI_Alltoall");
+  };
   if (contiguousIdentity(g, concat.outer)) {
-    checkMpi(MPI_Alltoall(send, block, t.mpi, out, block, t.mpi, g.comm), call,
-             "MPI_Alltoall");
+    exchangeInto(out);
     return 0;
   }
-  char *received = scratch(state().scratchB, bytes);
-  checkMpi(MPI_Alltoall(send, block, t.mpi, received, block, t.mpi, g.comm),
-           call, "MPI_Alltoall");
+  char *received = scratch(transport, 1, bytes);
+  exchangeInto(received);
   unpackChunks(static_cast<char *>(out), received, g, concat.outer,
                concat.dimSize * concat.inner * t.bytes);
   return 0;
+}
+
+int spmd_all_reduce(void *inout, int64_t count, int32_t dtype,
+                    const int32_t *axes, int32_t num_axes) {
+  return allReduce(inout, count, dtype, axes, num_axes, nullptr);
+}
+
+int spmd_all_gather(const void *in, void *out, int32_t rank,
+                    const int64_t *local_shape, int32_t dim, int32_t dtype,
+                    const int32_t *axes, int32_t num_axes) {
+  return allGather(in, out, rank, local_shape, dim, dtype, axes, num_axes,
+                   nullptr);
+}
+
+int spmd_reduce_scatter(const void *in, void *out, int32_t rank,
+                        const int64_t *in_shape, int32_t dim, int32_t dtype,
+                        const int32_t *axes, int32_t num_axes) {
+  return reduceScatter(in, out, rank, in_shape, dim, dtype, axes, num_axes,
+                       nullptr);
+}
+
+int spmd_all_to_all(const void *in, void *out, int32_t rank,
+                    const int64_t *in_shape, int32_t split_dim,
+                    int32_t concat_dim, int32_t dtype, const int32_t *axes,
+                    int32_t num_axes) {
+  return allToAll(in, out, rank, in_shape, split_dim, concat_dim, dtype, axes,
+                  num_axes, nullptr);
 }
 
 int spmd_local_slice(const void *in, void *out, int32_t rank,
@@ -755,6 +875,8 @@ int spmd_local_slice(const void *in, void *out, int32_t rank,
             g.index, l.outer, l.dimSize / g.size * l.inner * t.bytes);
   return 0;
 }
+
+} // extern "C"
 
 namespace {
 
@@ -780,28 +902,32 @@ void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
   spmdc::rt::MemRefView out = viewOf(call, outRank, outDesc, elementBytes);
   auto numAxes = static_cast<int32_t>(axes.size());
   auto rank = static_cast<int32_t>(inRank);
+  // Compiled code's buffers are the transport's (device memory) when one
+  // is installed.
+  const spmd_rt_transport *transport = state().transport;
   switch (kind) {
   case 0: {
     int64_t count = 1;
     for (int64_t size : in.shape)
       count *= size;
     std::memcpy(out.data, in.data, count * elementBytes);
-    spmd_all_reduce(out.data, count, dtype, axes.data(), numAxes);
+    allReduce(out.data, count, dtype, axes.data(), numAxes, transport);
     return;
   }
   case 1:
-    spmd_all_gather(in.data, out.data, rank, in.shape.data(),
-                    static_cast<int32_t>(dim), dtype, axes.data(), numAxes);
+    allGather(in.data, out.data, rank, in.shape.data(),
+              static_cast<int32_t>(dim), dtype, axes.data(), numAxes,
+              transport);
     return;
   case 2:
-    spmd_reduce_scatter(in.data, out.data, rank, in.shape.data(),
-                        static_cast<int32_t>(dim), dtype, axes.data(),
-                        numAxes);
+    reduceScatter(in.data, out.data, rank, in.shape.data(),
+                  static_cast<int32_t>(dim), dtype, axes.data(), numAxes,
+                  transport);
     return;
   case 3:
-    spmd_all_to_all(in.data, out.data, rank, in.shape.data(),
-                    static_cast<int32_t>(dim), static_cast<int32_t>(dim2),
-                    dtype, axes.data(), numAxes);
+    allToAll(in.data, out.data, rank, in.shape.data(),
+             static_cast<int32_t>(dim), static_cast<int32_t>(dim2), dtype,
+             axes.data(), numAxes, transport);
     return;
   case 4:
     spmd_local_slice(in.data, out.data, rank, in.shape.data(),
@@ -813,6 +939,8 @@ void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
 }
 
 } // namespace
+
+extern "C" {
 
 #define SPMD_COLLECTIVE(suffix, dtype, type)                                   \
   void spmd_collective_##suffix(int32_t kind, int64_t dim, int64_t dim2,       \

@@ -10,12 +10,15 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // The CUDA path serialises kernels through LLVM IR (gpu-module-to-binary).
+  mlir::registerAllToLLVMIRTranslations(registry);
   mlir::registerAllPasses();
   spmdc::registerAllDialects(registry);
   spmdc::registerAllPasses();

@@ -25,6 +25,12 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
                  "shard spec JSON; absent: one rank, no sharding");
   app.add_option("--target", options.target, "code generation target")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--cuda-arch", options.cudaArch,
+                 "GPU the PTX is for (--target=cuda)")
+      ->check(CLI::IsMember({"sm_80", "sm_90"}));
+  app.add_option("--ptx-dir", options.ptxDir,
+                 "also write each kernel module's PTX to DIR/NAME.ptx "
+                 "(--target=cuda, lower and module stages)");
   app.add_option("--emit", options.emit, "the stage whose output to write")
       ->check(CLI::IsMember({"import", "decompose", "autodiff", "partition",
                              "shard", "lower", "module"}));

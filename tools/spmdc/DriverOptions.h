@@ -21,6 +21,9 @@ struct DriverOptions {
   std::string inputFormat = "auto";
   std::string shardSpec;
   std::string target = "cpu";
+  std::string cudaArch = "sm_90";
+  /// Where to write each kernel module's PTX (cuda), or empty.
+  std::string ptxDir;
   std::string emit = "module";
   std::string partition = "min-cut";
   std::string optimizer;

@@ -19,15 +19,19 @@
 #include "spmdc/Support/Logging.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -38,6 +42,31 @@
 #include <chrono>
 
 using namespace mlir;
+
+/// Writes each kernel module's PTX (the objects of the gpu.binary ops the
+/// CUDA lowering leaves) to dir/NAME.ptx.
+static LogicalResult writeKernels(ModuleOp module, llvm::StringRef dir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    llvm::errs() << "spmdc: error: " << dir << ": " << ec.message() << "\n";
+    return failure();
+  }
+  WalkResult walk = module.walk([&](gpu::BinaryOp binary) {
+    for (Attribute object : binary.getObjects()) {
+      llvm::SmallString<128> path(dir);
+      llvm::sys::path::append(path, binary.getSymName() + ".ptx");
+      std::string error;
+      std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
+      if (!file) {
+        llvm::errs() << "spmdc: error: " << path << ": " << error << "\n";
+        return WalkResult::interrupt();
+      }
+      file->os() << cast<gpu::ObjectAttr>(object).getObject().getValue();
+      file->keep();
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
@@ -63,10 +92,14 @@ int main(int argc, char **argv) {
   spmdc::PipelineOptions pipeline;
   pipeline.emit = *spmdc::parseStage(options.emit);
   pipeline.partition = options.partition;
+  pipeline.lowering.target = options.target;
+  pipeline.lowering.cudaArch = options.cudaArch;
   // MLIR's own dialects and passes: the lowering stages run them.
   DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // The CUDA path serialises kernels through LLVM IR (gpu-module-to-binary).
+  mlir::registerAllToLLVMIRTranslations(registry);
   mlir::registerAllPasses();
   spmdc::registerAllPasses();
   spmdc::registerAllDialects(registry);
@@ -174,13 +207,17 @@ int main(int argc, char **argv) {
     if (failed(signature))
       return 1;
     moduleFile = *signature;
+    moduleFile->target = options.target;
   }
   if (lowers) {
     if (int rc = runPasses([&](PassManager &pm) {
-          return spmdc::buildLoweringPipeline(pm);
+          return spmdc::buildLoweringPipeline(pm, pipeline.lowering);
         }))
       return rc;
   }
+
+  if (!options.ptxDir.empty() && failed(writeKernels(*module, options.ptxDir)))
+    return 1;
 
   std::unique_ptr<llvm::ToolOutputFile> output =
       openOutputFile(options.output, &errorMessage);

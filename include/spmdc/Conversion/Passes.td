@@ -109,4 +109,79 @@ def ConvertTgMatmulToBlas : Pass<"convert-tg-matmul-to-blas", "::mlir::ModuleOp"
                            "::mlir::func::FuncDialect"];
 }
 
+def PrepareLinalgForGpu : Pass<"prepare-linalg-for-gpu", "::mlir::ModuleOp"> {
+  let summary = "Make bufferized linalg ready to become GPU kernels";
+  let description = [{
+    The first step of the CUDA lowering after bufferization, where every
+    buffer is memory the device can reach (the CUDA runtime allocates with
+    `cuMemAllocManaged`) except the constant globals:
+
+    - a `memref.get_global` in a function becomes a fresh buffer that the
+      host fills from the global once per use, so kernels never read host
+      memory;
+    - `memref.copy` between buffers becomes `linalg.copy`, so the copy is a
+      kernel instead of a host loop over device memory;
+    - each `linalg.generic` is interchanged so that its parallel loops come
+      first, so `--convert-linalg-to-parallel-loops` gives one
+      `scf.parallel` over the parallel dims with the reductions as
+      sequential loops inside (a reduction over a leading dim would
+      otherwise leave the whole nest on the host).
+
+    Before:
+    ```mlir
+    memref.copy %a, %b : memref<4x8xf32> to memref<4x8xf32>
+    ```
+    After:
+    ```mlir
+    linalg.copy ins(%a : memref<4x8xf32>) outs(%b : memref<4x8xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def FormGpuKernels : Pass<"form-gpu-kernels", "::mlir::ModuleOp"> {
+  let summary = "Fuse row loops and map every loop nest of a step to GPU blocks and threads";
+  let description = [{
+    Runs on `scf` loops over buffers (after
+    `--convert-linalg-to-parallel-loops`) and leaves each compute loop nest
+    as a two-level `scf.parallel` with GPU mapping attributes, ready for
+    `--convert-parallel-loops-to-gpu`:
+
+    1. Row fusion: neighbouring top-level `scf.parallel` loops whose leading
+       dims have the same bounds are fused when one of them holds a
+       sequential loop (a reduction) or both have the same dims, and every
+       buffer they share is indexed by the shared dims at the same places
+       (so iterations of the fused loop touch disjoint rows). Softmax
+       (max, sum of exps, divide) and layer_norm (mean, variance,
+       normalise) become one loop over rows, so one kernel each. A
+       loop's dims beyond the shared ones become sequential loops.
+    2. Mapping: each top-level `scf.parallel` becomes a loop over blocks
+       and a loop over `block-size` threads, its dims linearised and guarded
+       by a bound check; a top-level sequential loop nest that touches
+       buffers (scatter_add, embedding_backward) becomes one thread of one
+       block, so no step's data is touched by the host between kernels.
+
+    Before:
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) { ... }
+    ```
+    After:
+    ```mlir
+    scf.parallel (%b) = (%c0) to (%c1) step (%c1) {
+      scf.parallel (%t) = (%c0) to (%c32) step (%c1) {
+        // linear = b * 32 + t; if linear < 32: i = linear / 8, j = linear % 8
+      } {mapping = [#gpu.loop_dim_map<processor = thread_x, ...>]}
+    } {mapping = [#gpu.loop_dim_map<processor = block_x, ...>]}
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "threads per block">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // SPMDC_CONVERSION_PASSES_TD

@@ -28,6 +28,15 @@ struct OptimizerOptions {
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
 };
 
+/// What the lower stage targets.
+struct LoweringOptions {
+  /// cpu (LLVM for the host, MPI, BLAS) or cuda (PTX kernels, NCCL,
+  /// cuBLAS).
+  std::string target = "cpu";
+  /// The GPU the PTX is for (cuda): sm_80 or sm_90.
+  std::string cudaArch = "sm_90";
+};
+
 struct PipelineOptions {
   Stage emit = Stage::Module;
   OptimizerOptions optimizer;
@@ -35,11 +44,15 @@ struct PipelineOptions {
   std::string partition = "min-cut";
   /// The shard spec; absent: one rank, no sharding.
   std::optional<ShardSpec> spec;
+  LoweringOptions lowering;
 };
 
 /// The lower stage alone: primitive tg ops on tensors down to the LLVM
-/// dialect.
-mlir::LogicalResult buildLoweringPipeline(mlir::OpPassManager &pm);
+/// dialect (host code; for cuda also gpu.binary ops holding the PTX).
+mlir::LogicalResult buildLoweringPipeline(mlir::OpPassManager &pm,
+                                          const LoweringOptions &options);
+mlir::LogicalResult buildCudaLoweringPipeline(mlir::OpPassManager &pm,
+                                              const LoweringOptions &options);
 
 /// Adds the passes of the stages up to `options.emit` to `pm` (module: the
 /// same as lower; the driver packs the result); failure (with an error) for

@@ -29,6 +29,7 @@
 #ifndef SPMDC_RUNTIME_COLLECTIVES_H
 #define SPMDC_RUNTIME_COLLECTIVES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -66,6 +67,47 @@ int spmd_rt_rank(void);
 
 /// The number of ranks (the mesh's rank count).
 int spmd_rt_size(void);
+
+/// Ends the job from this rank: prints `spmd-run: rank R: step S: <call>:
+/// <message>` and aborts every rank. For the other runtime libraries (the
+/// CUDA runtime reports its failures through it).
+void spmd_rt_fail(const char *call, const char *message);
+
+/// Where the bytes of a collective travel. Without one installed, MPI
+/// moves them between host buffers; the CUDA runtime installs NCCL
+/// (spmd_cuda_transport in Cuda.h) so that they move between device
+/// buffers. The layout work (packing chunks along a dim, group order)
+/// stays here either way. A group is named by its `mask` of mesh axes (bit
+/// a: axis a); its members are ranked in ascending-axis group order, as in
+/// the MPI sub-communicator of that set. Each function returns null on
+/// success or a message.
+typedef struct spmd_rt_transport {
+  const char *name;
+  /// Bytes of the id the first member of a group makes and MPI broadcasts
+  /// to the others before init_group.
+  size_t id_bytes;
+  const char *(*make_id)(void *id);
+  const char *(*init_group)(uint32_t mask, int size, int rank,
+                            const void *id);
+  /// Scratch buffers the transport can send from and receive into.
+  void *(*alloc)(size_t bytes);
+  void (*release)(void *buffer);
+  const char *(*all_reduce)(void *inout, int64_t count, int32_t dtype,
+                            uint32_t mask);
+  /// `count` elements per member.
+  const char *(*all_gather)(const void *in, void *out, int64_t count,
+                            int32_t dtype, uint32_t mask);
+  const char *(*reduce_scatter)(const void *in, void *out, int64_t count,
+                                int32_t dtype, uint32_t mask);
+  const char *(*all_to_all)(const void *in, void *out, int64_t count,
+                            int32_t dtype, uint32_t mask);
+  void (*finalize)(void);
+} spmd_rt_transport;
+
+/// Installs `transport` for every later collective and bootstraps its
+/// groups over MPI, one per set of mesh axes with more than one member.
+/// Collective over all ranks; call after spmd_rt_init.
+int spmd_rt_set_transport(const spmd_rt_transport *transport);
 
 /// Records the training step under way, which every error message names.
 /// It is 0 until the first call (set-up before the first step).

@@ -1,0 +1,119 @@
+//===- CudaBlas.cpp - matmuls of compiled CUDA steps through cuBLAS -------===//
+//
+// spmd_matmul_<dtype> of the CUDA target: row-major C = A @ B as cuBLAS's
+// column-major C^T = B^T @ A^T. A batch against one shared B (a linear
+// layer) is one GEMM over all rows; equal batches are one strided-batched
+// GEMM; broadcasting otherwise goes matrix by matrix.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+
+#include "spmdc/Runtime/Cuda.h"
+#include "spmdc/Runtime/MatmulBatches.h"
+
+#include <cublas_v2.h>
+
+#include <string>
+
+using namespace spmdc::cuda;
+
+namespace {
+
+cublasHandle_t handle() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t created = nullptr;
+    cublasStatus_t status = cublasCreate(&created);
+    if (status != CUBLAS_STATUS_SUCCESS)
+      fail("spmd_matmul", std::string("cublasCreate failed: ") +
+                              cublasGetStatusString(status));
+    cublasSetStream(created, stream());
+    // Full f32 precision (no TF32): the CPU target's numbers are the
+    // reference.
+    cublasSetMathMode(created, CUBLAS_DEFAULT_MATH);
+    return created;
+  }();
+  return h;
+}
+
+void checkBlas(cublasStatus_t status, const char *call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    fail("spmd_matmul",
+         std::string(call) + " failed: " + cublasGetStatusString(status));
+}
+
+template <typename T, typename Gemm, typename StridedGemm>
+void matmul(Gemm gemm, StridedGemm strided, const char *name, int64_t aRank,
+            void *aDesc, int64_t bRank, void *bDesc, int64_t cRank,
+            void *cDesc) {
+  spmdc::rt::MemRefView a(aRank, aDesc, sizeof(T)), b(bRank, bDesc, sizeof(T)),
+      c(cRank, cDesc, sizeof(T));
+  spmdc::rt::MatmulBatches batches;
+  if (!spmdc::rt::matmulBatches(a, b, c, batches))
+    fail("spmd_matmul",
+         "a buffer is not a contiguous matrix stack (compiler bug)");
+  int m = static_cast<int>(batches.m), n = static_cast<int>(batches.n),
+      k = static_cast<int>(batches.k);
+  auto *aData = reinterpret_cast<const T *>(a.data);
+  auto *bData = reinterpret_cast<const T *>(b.data);
+  auto *cData = reinterpret_cast<T *>(c.data);
+  const T one = 1, zero = 0;
+  CUevent start = nullptr, stop = nullptr;
+  if (profiling()) {
+    check(cuEventCreate(&start, CU_EVENT_DEFAULT), "spmd_matmul",
+          "cuEventCreate");
+    check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "spmd_matmul",
+          "cuEventCreate");
+    check(cuEventRecord(start, stream()), "spmd_matmul", "cuEventRecord");
+  }
+  int64_t count = batches.count();
+  if (batches.aFull && batches.bShared) {
+    int rows = static_cast<int>(count * m);
+    checkBlas(gemm(handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, rows, k, &one, bData,
+                   n, aData, k, &zero, cData, n),
+              name);
+  } else if (batches.aFull && batches.bFull) {
+    checkBlas(strided(handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, bData,
+                      n, int64_t(k) * n, aData, k, int64_t(m) * k, &zero, cData,
+                      n, int64_t(m) * n, static_cast<int>(count)),
+              name);
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      checkBlas(gemm(handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one,
+                     bData + batches.bMatrix[i] * k * n, n,
+                     aData + batches.aMatrix[i] * m * k, k, &zero,
+                     cData + i * m * n, n),
+                name);
+  }
+  if (profiling()) {
+    check(cuEventRecord(stop, stream()), "spmd_matmul", "cuEventRecord");
+    check(cuEventSynchronize(stop), "spmd_matmul", "cuEventSynchronize");
+    float ms = 0;
+    cuEventElapsedTime(&ms, start, stop);
+    std::string entry = std::string(name) + " " + std::to_string(count) + "x" +
+                        std::to_string(m) + "x" + std::to_string(n) + "x" +
+                        std::to_string(k);
+    profile(entry.c_str(), ms);
+    cuEventDestroy(start);
+    cuEventDestroy(stop);
+  }
+  synchronize("spmd_matmul");
+}
+
+} // namespace
+
+extern "C" {
+
+void spmd_matmul_f32(int64_t a_rank, void *a_desc, int64_t b_rank, void *b_desc,
+                     int64_t c_rank, void *c_desc) {
+  matmul<float>(cublasSgemm, cublasSgemmStridedBatched, "cublasSgemm", a_rank,
+                a_desc, b_rank, b_desc, c_rank, c_desc);
+}
+
+void spmd_matmul_f64(int64_t a_rank, void *a_desc, int64_t b_rank, void *b_desc,
+                     int64_t c_rank, void *c_desc) {
+  matmul<double>(cublasDgemm, cublasDgemmStridedBatched, "cublasDgemm", a_rank,
+                 a_desc, b_rank, b_desc, c_rank, c_desc);
+}
+
+} // extern "C"

@@ -1,0 +1,254 @@
+//===- CudaRuntime.cpp - the driver side of compiled CUDA steps -----------===//
+//
+// Start-up, managed memory, kernel modules from PTX and launches, with the
+// names MLIR's gpu-to-llvm lowering calls (mgpu*) and the allocation
+// functions of finalize-memref-to-llvm{use-generic-functions}. Every launch
+// goes to the one stream and is waited for: the host code of a step may
+// read any buffer right after.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+
+#include "spmdc/Runtime/Cuda.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace spmdc::cuda {
+namespace {
+
+struct Context {
+  bool initialized = false;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  spmd_cuda_fail_fn fail = nullptr;
+  char deviceName[256] = "";
+  bool profile = false;
+  std::map<CUfunction, std::string> functionNames;
+  /// name -> (total ms, launches)
+  std::map<std::string, std::pair<double, int64_t>> profiled;
+  CUevent start = nullptr, stop = nullptr;
+};
+
+Context &context() {
+  static Context *c = new Context;
+  return *c;
+}
+
+std::string errorText(CUresult result) {
+  const char *name = nullptr, *text = nullptr;
+  cuGetErrorName(result, &name);
+  cuGetErrorString(result, &text);
+  return std::string(name ? name : "CUDA error") + ": " +
+         (text ? text : "unknown");
+}
+
+void printProfile() {
+  Context &c = context();
+  if (c.profiled.empty())
+    return;
+  std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(
+      c.profiled.begin(), c.profiled.end());
+  std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
+    return a.second.first > b.second.first;
+  });
+  double total = 0;
+  for (const auto &row : rows)
+    total += row.second.first;
+  std::fprintf(stderr,
+               "spmd-run: CUDA profile (device time, all steps): "
+               "%.3f ms in %zu kernels and calls\n",
+               total, rows.size());
+  for (size_t i = 0; i < rows.size() && i < 15; ++i)
+    std::fprintf(
+        stderr, "spmd-run:   %10.3f ms %8lld x  %s\n", rows[i].second.first,
+        static_cast<long long>(rows[i].second.second), rows[i].first.c_str());
+}
+
+} // namespace
+
+CUstream stream() { return context().stream; }
+
+void fail(const char *call, const std::string &message) {
+  Context &c = context();
+  if (c.fail)
+    c.fail(call, message.c_str());
+  std::fprintf(stderr, "spmd-run: %s: %s\n", call, message.c_str());
+  std::_Exit(1);
+}
+
+void check(CUresult result, const char *call, const char *driverCall) {
+  if (result != CUDA_SUCCESS)
+    fail(call, std::string(driverCall) + " failed: " + errorText(result));
+}
+
+void synchronize(const char *call) {
+  check(cuStreamSynchronize(context().stream), call, "cuStreamSynchronize");
+}
+
+bool profiling() { return context().profile; }
+
+void profile(const char *name, float ms) {
+  auto &entry = context().profiled[name];
+  entry.first += ms;
+  entry.second += 1;
+}
+
+} // namespace spmdc::cuda
+
+using namespace spmdc::cuda;
+
+extern "C" {
+
+int spmd_cuda_init(int32_t local_rank, spmd_cuda_fail_fn fail, char *error,
+                   size_t error_size) {
+  Context &c = context();
+  auto refuse = [&](const std::string &message) {
+    std::snprintf(error, error_size, "%s", message.c_str());
+    return 1;
+  };
+  if (c.initialized)
+    return refuse("spmd_cuda_init called twice");
+  c.fail = fail;
+  if (CUresult r = cuInit(0); r != CUDA_SUCCESS)
+    return refuse("cuInit failed (" + errorText(r) + ")");
+  int count = 0;
+  if (CUresult r = cuDeviceGetCount(&count); r != CUDA_SUCCESS)
+    return refuse("cuDeviceGetCount failed (" + errorText(r) + ")");
+  if (count == 0)
+    return refuse("no CUDA device is visible");
+  if (CUresult r = cuDeviceGet(&c.device, local_rank % count);
+      r != CUDA_SUCCESS)
+    return refuse("cuDeviceGet failed (" + errorText(r) + ")");
+  if (CUresult r = cuDevicePrimaryCtxRetain(&c.context, c.device);
+      r != CUDA_SUCCESS)
+    return refuse("cuDevicePrimaryCtxRetain failed (" + errorText(r) + ")");
+  check(cuCtxSetCurrent(c.context), "spmd_cuda_init", "cuCtxSetCurrent");
+  check(cuStreamCreate(&c.stream, CU_STREAM_NON_BLOCKING), "spmd_cuda_init",
+        "cuStreamCreate");
+  cuDeviceGetName(c.deviceName, sizeof c.deviceName, c.device);
+  const char *profile = std::getenv("SPMD_CUDA_PROFILE");
+  c.profile = profile && std::strcmp(profile, "0") != 0;
+  if (c.profile) {
+    check(cuEventCreate(&c.start, CU_EVENT_DEFAULT), "spmd_cuda_init",
+          "cuEventCreate");
+    check(cuEventCreate(&c.stop, CU_EVENT_DEFAULT), "spmd_cuda_init",
+          "cuEventCreate");
+  }
+  c.initialized = true;
+  return 0;
+}
+
+const char *spmd_cuda_device_name(void) { return context().deviceName; }
+
+void spmd_cuda_finalize(void) {
+  Context &c = context();
+  if (!c.initialized)
+    return;
+  synchronize("spmd_cuda_finalize");
+  if (c.profile)
+    printProfile();
+  cuStreamDestroy(c.stream);
+  cuDevicePrimaryCtxRelease(c.device);
+  c.initialized = false;
+}
+
+void *_mlir_memref_to_llvm_alloc(uint64_t bytes) {
+  CUdeviceptr p = 0;
+  check(
+      cuMemAllocManaged(&p, std::max<uint64_t>(bytes, 1), CU_MEM_ATTACH_GLOBAL),
+      "alloc", "cuMemAllocManaged");
+  return reinterpret_cast<void *>(p);
+}
+
+void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t bytes) {
+  // Managed allocations are aligned to at least 256 bytes.
+  if (alignment > 256)
+    fail("aligned_alloc", "alignment " + std::to_string(alignment) +
+                              " exceeds the 256 bytes CUDA guarantees");
+  return _mlir_memref_to_llvm_alloc(bytes);
+}
+
+void _mlir_memref_to_llvm_free(void *buffer) {
+  if (!buffer)
+    return;
+  // The device may still read the buffer: free it once the stream is idle.
+  synchronize("free");
+  check(cuMemFree(reinterpret_cast<CUdeviceptr>(buffer)), "free", "cuMemFree");
+}
+
+void *mgpuModuleLoad(void *data, size_t) {
+  CUmodule module = nullptr;
+  check(cuModuleLoadData(&module, data), "module load", "cuModuleLoadData");
+  return module;
+}
+
+void *mgpuModuleLoadJIT(void *data, int opt_level) {
+  // PTX text: the driver compiles it for the device at hand.
+  char log[8192] = "";
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_OPTIMIZATION_LEVEL};
+  void *values[] = {log, reinterpret_cast<void *>(sizeof log),
+                    reinterpret_cast<void *>(
+                        static_cast<intptr_t>(std::clamp(opt_level, 0, 4)))};
+  CUmodule module = nullptr;
+  CUresult result = cuModuleLoadDataEx(&module, data, 3, options, values);
+  if (result != CUDA_SUCCESS)
+    fail("module load", "cuModuleLoadDataEx failed: " + errorText(result) +
+                            (log[0] ? std::string("\n") + log : ""));
+  return module;
+}
+
+void mgpuModuleUnload(void *module) {
+  cuModuleUnload(static_cast<CUmodule>(module));
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  CUfunction function = nullptr;
+  check(cuModuleGetFunction(&function, static_cast<CUmodule>(module), name),
+        name, "cuModuleGetFunction");
+  if (context().profile)
+    context().functionNames.emplace(function, name);
+  return function;
+}
+
+void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
+                      intptr_t grid_z, intptr_t block_x, intptr_t block_y,
+                      intptr_t block_z, int32_t shared_bytes, void *,
+                      void **params, void **extra, size_t) {
+  Context &c = context();
+  auto f = static_cast<CUfunction>(function);
+  if (c.profile)
+    check(cuEventRecord(c.start, c.stream), "launch", "cuEventRecord");
+  check(cuLaunchKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+                       shared_bytes, c.stream, params, extra),
+        "launch", "cuLaunchKernel");
+  if (c.profile) {
+    check(cuEventRecord(c.stop, c.stream), "launch", "cuEventRecord");
+    check(cuEventSynchronize(c.stop), "launch", "cuEventSynchronize");
+    float ms = 0;
+    cuEventElapsedTime(&ms, c.start, c.stop);
+    auto name = c.functionNames.find(f);
+    profile(name == c.functionNames.end() ? "kernel" : name->second.c_str(),
+            ms);
+  }
+  synchronize("launch");
+}
+
+// The lowering creates, syncs and destroys a stream around each launch;
+// all work goes to the runtime's one stream instead.
+void *mgpuStreamCreate(void) { return context().stream; }
+void mgpuStreamDestroy(void *) {}
+void mgpuStreamSynchronize(void *) { synchronize("stream synchronize"); }
+
+} // extern "C"
