@@ -42,3 +42,33 @@ llvm_config.add_tool_substitutions(
 if shutil.which("mpirun") and os.path.exists(
         os.path.join(config.spmdc_tools_dir, "spmdc-collectives-test")):
     config.available_features.add("mpi")
+
+# The CUDA target. ptxas checks the PTX spmdc emits (CI has the toolkit but
+# no GPU); the runtime library is built where CMake found the toolkit and
+# NCCL; tests that run kernels need a GPU and are reported UNSUPPORTED
+# (skipped, not failed) without one.
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+ptxas = shutil.which("ptxas") or os.path.join(cuda_home, "bin", "ptxas")
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+if os.path.exists(os.path.join(config.spmdc_obj_root, "lib",
+                               "libspmdc_runtime_cuda.so")):
+    config.available_features.add("cuda-runtime")
+nvidia_smi = shutil.which("nvidia-smi")
+if nvidia_smi:
+    import subprocess
+    try:
+        listed = subprocess.run([nvidia_smi, "-L"], capture_output=True,
+                                text=True, timeout=20).stdout
+        gpus = listed.count("GPU ")
+        if gpus >= 1:
+            config.available_features.add("cuda-gpu")
+        # NCCL needs a GPU per rank.
+        if gpus >= 2:
+            config.available_features.add("cuda-gpus-2")
+    except (OSError, subprocess.SubprocessError):
+        pass
+if "cuda-gpu" not in config.available_features:
+    lit_config.note("no GPU: the tests that run CUDA kernels are skipped "
+                    "(UNSUPPORTED)")

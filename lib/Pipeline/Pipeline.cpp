@@ -44,61 +44,68 @@ llvm::StringRef stageName(Stage stage) {
   return "module";
 }
 
+// The lowering's pieces, shared by the targets.
+
+/// Collectives and f32/f64 matmuls become runtime calls on buffers (MPI or
+/// NCCL, BLAS or cuBLAS); then linalg on tensors, elementwise fusion and
+/// one-shot bufferization across the step's functions.
+static constexpr const char *kToBuffers =
+    "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
+    "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
+    "one-shot-bufferize{bufferize-function-boundaries},";
+
+/// Every loop nest in the form of a GPU kernel: parallel loops over blocks
+/// and threads (--form-gpu-kernels fuses row-wise neighbours first).
+/// Deallocations are placed but not lowered yet, so their helper loops stay
+/// host code.
+static constexpr const char *kToKernelLoops =
+    "prepare-linalg-for-gpu,"
+    "ownership-based-buffer-deallocation,canonicalize,"
+    "convert-linalg-to-parallel-loops,canonicalize,form-gpu-kernels,";
+
+/// Host code to the LLVM dialect, each buffer freed after its last use
+/// (without that a step leaks its intermediates).
+static constexpr const char *kHostToLLVM =
+    "bufferization-lower-deallocations,cse,canonicalize,"
+    "convert-bufferization-to-memref,convert-scf-to-cf,"
+    "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+    "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts";
+
 LogicalResult buildLoweringPipeline(OpPassManager &pm,
                                     const LoweringOptions &options) {
-  if (options.target == "cuda")
-    return buildCudaLoweringPipeline(pm, options);
-  // Collectives and f32/f64 matmuls become runtime calls on buffers (MPI,
-  // BLAS); then MLIR's own path from linalg on tensors to the LLVM dialect:
-  // elementwise fusion, one-shot bufferization across the step's functions,
-  // deallocation of every buffer once its last user is done (without it a
-  // step leaks its intermediates), loops, LLVM.
-  return parsePassPipeline(
-      "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
-      "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
-      "one-shot-bufferize{bufferize-function-boundaries},"
-      "ownership-based-buffer-deallocation,canonicalize,"
-      "bufferization-lower-deallocations,cse,canonicalize,"
-      "convert-bufferization-to-memref,"
-      "convert-linalg-to-loops,convert-scf-to-cf,"
-      "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
-      "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts",
-      pm, llvm::errs());
-}
-
-LogicalResult buildCudaLoweringPipeline(OpPassManager &pm,
-                                        const LoweringOptions &options) {
-  // The CPU path up to bufferized linalg (collectives: NCCL, matmuls:
-  // cuBLAS, behind the same runtime calls). Then every loop nest becomes a
-  // kernel (--form-gpu-kernels fuses row-wise neighbours first; the
-  // deallocations are lowered after it, so their helper loops stay host
-  // code), MLIR's
-  // NVVM path compiles the kernels to PTX, and the host code allocates
-  // through the runtime's _mlir_memref_to_llvm_alloc (managed memory) so
-  // kernels, cuBLAS and NCCL can reach every buffer.
-  std::string arch = options.cudaArch;
-  return parsePassPipeline(
-      "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
-      "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
-      "one-shot-bufferize{bufferize-function-boundaries},"
-      "prepare-linalg-for-gpu,"
-      "ownership-based-buffer-deallocation,canonicalize,"
-      "convert-linalg-to-parallel-loops,canonicalize,"
-      "form-gpu-kernels,convert-parallel-loops-to-gpu,"
-      "gpu-kernel-outlining,"
-      "bufferization-lower-deallocations,cse,canonicalize,"
-      "convert-bufferization-to-memref,convert-scf-to-cf,"
-      "convert-func-to-llvm,expand-strided-metadata,"
-      "nvvm-attach-target{chip=" + arch + " features=+ptx80},"
-      "lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
-      "canonicalize,cse,"
-      "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,canonicalize,cse,"
-      "reconcile-unrealized-casts),"
-      "finalize-memref-to-llvm{use-generic-functions},"
-      "convert-math-to-llvm,gpu-to-llvm,"
-      "gpu-module-to-binary{format=isa},"
-      "convert-to-llvm,canonicalize,cse,reconcile-unrealized-casts",
-      pm, llvm::errs());
+  std::string pipeline = kToBuffers;
+  if (options.target == "cuda") {
+    // Kernels through MLIR's NVVM path to PTX (kept in gpu.binary ops);
+    // host code allocates through the runtime's _mlir_memref_to_llvm_alloc
+    // (CUDA managed memory), so kernels, cuBLAS and NCCL reach every
+    // buffer.
+    pipeline += kToKernelLoops;
+    pipeline += "convert-parallel-loops-to-gpu,gpu-kernel-outlining,"
+                "bufferization-lower-deallocations,cse,canonicalize,"
+                "convert-bufferization-to-memref,convert-scf-to-cf,"
+                "convert-func-to-llvm,expand-strided-metadata,"
+                "nvvm-attach-target{chip=" +
+                options.cudaArch +
+                " features=+ptx80},"
+                "lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
+                "canonicalize,cse,"
+                "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,canonicalize,"
+                "cse,reconcile-unrealized-casts),"
+                "finalize-memref-to-llvm{use-generic-functions},"
+                "convert-math-to-llvm,gpu-to-llvm,"
+                "gpu-module-to-binary{format=isa},"
+                "convert-to-llvm,canonicalize,cse,reconcile-unrealized-casts";
+  } else if (options.gpuKernelsOnCpu) {
+    // The CUDA target's kernel loops, run by the host: checks them on
+    // machines without a GPU.
+    pipeline += kToKernelLoops;
+    pipeline += kHostToLLVM;
+  } else {
+    pipeline += "ownership-based-buffer-deallocation,canonicalize,"
+                "convert-linalg-to-loops,";
+    pipeline += kHostToLLVM;
+  }
+  return parsePassPipeline(pipeline, pm, llvm::errs());
 }
 
 LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {

@@ -109,6 +109,23 @@ using namespace spmdc::cuda;
 
 extern "C" {
 
+int spmd_cuda_probe(char *error, size_t error_size) {
+  int count = 0;
+  CUresult r = cuInit(0);
+  if (r == CUDA_SUCCESS)
+    r = cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS) {
+    std::snprintf(error, error_size, "cuInit failed (%s)",
+                  errorText(r).c_str());
+    return 1;
+  }
+  if (count == 0) {
+    std::snprintf(error, error_size, "no CUDA device is visible");
+    return 1;
+  }
+  return 0;
+}
+
 int spmd_cuda_init(int32_t local_rank, spmd_cuda_fail_fn fail, char *error,
                    size_t error_size) {
   Context &c = context();

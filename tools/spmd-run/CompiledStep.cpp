@@ -13,7 +13,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <algorithm>
@@ -98,18 +101,30 @@ struct Descriptor {
 
 std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
                                                  MLIRContext &context,
-                                                 int optLevel,
+                                                 const Options &options,
                                                  std::string &error) {
-  if (file.target != "cpu") {
+  if (file.target != "cpu" && file.target != "cuda") {
     error = "the module's target is '" + file.target +
-            "'; this spmd-run runs cpu modules";
+            "'; spmd-run runs cpu and cuda modules";
     return nullptr;
+  }
+  auto step = std::unique_ptr<CompiledStep>(new CompiledStep());
+  step->file = file;
+  if (file.target == "cuda") {
+    step->cuda = CudaRuntimeLibrary::open(options.localRank,
+                                          options.multiRank, error);
+    if (!step->cuda)
+      return nullptr;
   }
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  // A cuda module's host code launches kernels of gpu.binary ops (PTX).
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   context.appendDialectRegistry(registry);
   OwningOpRef<ModuleOp> program =
       parseSourceString<ModuleOp>(file.program, &context);
@@ -117,23 +132,24 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
     error = "the module's program does not parse";
     return nullptr;
   }
-  ExecutionEngineOptions options;
-  auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
-  options.transformer = transformer;
-  options.jitCodeGenOptLevel = static_cast<llvm::CodeGenOptLevel>(optLevel);
-  auto engine = ExecutionEngine::create(*program, options);
+  ExecutionEngineOptions engineOptions;
+  auto transformer = makeOptimizingTransformer(options.optLevel, 0, nullptr);
+  engineOptions.transformer = transformer;
+  engineOptions.jitCodeGenOptLevel =
+      static_cast<llvm::CodeGenOptLevel>(options.optLevel);
+  auto engine = ExecutionEngine::create(*program, engineOptions);
   if (!engine) {
     error = "cannot compile the module's program: " +
             llvm::toString(engine.takeError());
     return nullptr;
   }
-  auto step = std::unique_ptr<CompiledStep>(new CompiledStep());
-  step->file = file;
   step->engine = std::move(*engine);
-  // The runtime functions the lowering calls (memrefCopy for copies between
-  // buffers of different layouts) come from MLIR's C runner utilities,
-  // linked into this binary.
-  step->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+  // The runtime functions the lowering calls: memrefCopy (copies between
+  // buffers of different layouts) from MLIR's C runner utilities, BLAS and
+  // MPI for cpu modules; for cuda modules the CUDA runtime's memory,
+  // kernel launches and cuBLAS, which take precedence.
+  const CudaRuntimeLibrary *cuda = step->cuda.get();
+  step->engine->registerSymbols([cuda](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
     auto add = [&](const char *name, auto *function) {
       symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
@@ -149,9 +165,28 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
     add("spmd_collective_i64", &spmd_collective_i64);
     add("spmd_collective_i32", &spmd_collective_i32);
 #endif
+    if (cuda)
+      for (auto [name, address] : cuda->symbols())
+        add(name, address);
     return symbols;
   });
   return step;
+}
+
+std::string CompiledStep::device() const {
+  return cuda ? "CUDA device " + cuda->deviceName() : "cpu";
+}
+
+void *CompiledStep::allocate(size_t bytes) const {
+  bytes = std::max<size_t>(bytes, 1);
+  return cuda ? cuda->allocate(bytes) : std::malloc(bytes);
+}
+
+void CompiledStep::release(void *buffer) const {
+  if (cuda)
+    cuda->release(buffer);
+  else
+    std::free(buffer);
 }
 
 CompiledStep::~CompiledStep() = default;
@@ -159,17 +194,22 @@ CompiledStep::~CompiledStep() = default;
 bool CompiledStep::run(const std::vector<interp::Tensor> &args,
                        std::vector<interp::Tensor> &results,
                        std::string &error) {
-  // Arguments: host buffers of their dtype, passed as descriptors.
-  std::vector<std::vector<char>> buffers;
+  // Arguments: buffers of their dtype (host memory, or CUDA managed
+  // memory), passed as descriptors, freed when the step is done.
+  std::vector<char *> buffers;
+  llvm::scope_exit freeArguments([&] {
+    for (char *buffer : buffers)
+      release(buffer);
+  });
   std::vector<Descriptor> descriptors;
-  buffers.reserve(args.size());
   descriptors.reserve(args.size());
   for (auto [arg, value] : llvm::zip(args, file.arguments)) {
     size_t bytes = elementBytes(value.dtype);
-    buffers.emplace_back(std::max<size_t>(1, arg.data.size() * bytes));
+    buffers.push_back(
+        static_cast<char *>(allocate(arg.data.size() * bytes)));
     for (size_t i = 0; i < arg.data.size(); ++i)
-      storeElement(value.dtype, arg.data[i], buffers.back().data() + i * bytes);
-    descriptors.emplace_back(buffers.back().data(), value.shape);
+      storeElement(value.dtype, arg.data[i], buffers.back() + i * bytes);
+    descriptors.emplace_back(buffers.back(), value.shape);
   }
   std::vector<void *> packed;
   for (Descriptor &d : descriptors)
@@ -215,8 +255,8 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
     // Buffers the step allocated are ours to free, once; a result that is
     // an argument's buffer stays with its owner.
     bool ownedByUs = false;
-    for (const auto &buffer : buffers)
-      ownedByUs |= allocated == buffer.data();
+    for (char *buffer : buffers)
+      ownedByUs |= allocated == buffer;
     // A constant result's "allocated" pointer is the lowering's marker for
     // a global, not a heap block.
     bool global = allocated == reinterpret_cast<char *>(0xdeadbeef);
@@ -227,7 +267,7 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
     at += 3 + 2 * rank;
   }
   for (void *p : freed)
-    std::free(p);
+    release(p);
   return true;
 }
 

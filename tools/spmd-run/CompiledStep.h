@@ -9,6 +9,8 @@
 #ifndef SPMDC_TOOLS_SPMD_RUN_COMPILEDSTEP_H
 #define SPMDC_TOOLS_SPMD_RUN_COMPILEDSTEP_H
 
+#include "CudaRuntimeLibrary.h"
+
 #include "spmdc/Interpreter/Kernels.h"
 #include "spmdc/Module/ModuleFile.h"
 
@@ -24,20 +26,39 @@ namespace spmdc {
 
 class CompiledStep {
 public:
-  /// JIT-compiles `file`'s program at LLVM optimisation level `optLevel`;
-  /// null with `error` set on failure.
+  struct Options {
+    /// LLVM optimisation level of the host code.
+    int optLevel = 0;
+    /// CUDA modules: this process's rank on its node (its GPU).
+    int localRank = 0;
+    /// CUDA modules: several ranks under MPI (NCCL carries collectives).
+    bool multiRank = false;
+  };
+
+  /// JIT-compiles `file`'s program (a cpu or cuda module); null with
+  /// `error` set on failure.
   static std::unique_ptr<CompiledStep> load(const ModuleFile &file,
                                             mlir::MLIRContext &context,
-                                            int optLevel, std::string &error);
+                                            const Options &options,
+                                            std::string &error);
   ~CompiledStep();
 
   /// Runs one step; false with `error` set on failure.
   bool run(const std::vector<interp::Tensor> &args,
            std::vector<interp::Tensor> &results, std::string &error);
 
+  /// What runs the step, for logs: "cpu" or the GPU's name.
+  std::string device() const;
+
 private:
   CompiledStep() = default;
+  void *allocate(size_t bytes) const;
+  void release(void *buffer) const;
+
   ModuleFile file;
+  /// Declared before the engine, so the engine (whose static destructors
+  /// unload kernel modules) goes first.
+  std::unique_ptr<CudaRuntimeLibrary> cuda;
   std::unique_ptr<mlir::ExecutionEngine> engine;
 };
 

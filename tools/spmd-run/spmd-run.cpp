@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CompiledStep.h"
+#include "CudaRuntimeLibrary.h"
 #include "RunOptions.h"
 
 #include "spmdc/Dialect/Dist/IR/Dist.h"
@@ -456,6 +457,11 @@ int main(int argc, char **argv) {
     if (mesh.numRanks() != options.nranks)
       return fail("the module's mesh has " + std::to_string(mesh.numRanks()) +
                   " ranks but --nranks is " + std::to_string(options.nranks));
+    // Said once, before any rank starts.
+    if (file->target == "cuda" && !mpirunRank())
+      if (std::optional<std::string> why =
+              spmdc::CudaRuntimeLibrary::unavailable())
+        return fail(options.input + ": " + *why);
     if (mesh.numRanks() > 1) {
 #ifdef SPMDC_HAVE_MPI
       if (!mpirunRank())
@@ -663,10 +669,16 @@ int main(int argc, char **argv) {
       spmd_rt_init(nullptr, nullptr, static_cast<int32_t>(mesh.shape.size()),
                    mesh.shape.data());
 #endif
-    compiled = spmdc::CompiledStep::load(*moduleFile, context,
-                                          options.optLevel, errorMessage);
+    spmdc::CompiledStep::Options load;
+    load.optLevel = options.optLevel;
+    load.multiRank = underMpi;
+    if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+      load.localRank = std::atoi(local);
+    compiled = spmdc::CompiledStep::load(*moduleFile, context, load,
+                                          errorMessage);
     if (!compiled)
       return fail(options.input + ": " + errorMessage);
+    spdlog::info("running on {}", compiled->device());
   }
 
   // Value `index` of every rank, from the values of the local ranks.

@@ -31,6 +31,9 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_option("--ptx-dir", options.ptxDir,
                  "also write each kernel module's PTX to DIR/NAME.ptx "
                  "(--target=cuda, lower and module stages)");
+  app.add_flag("--gpu-kernels-on-cpu", options.gpuKernelsOnCpu,
+               "--target=cpu: form the kernels the CUDA target would and run "
+               "them on the host, to check them without a GPU");
   app.add_option("--emit", options.emit, "the stage whose output to write")
       ->check(CLI::IsMember({"import", "decompose", "autodiff", "partition",
                              "shard", "lower", "module"}));

@@ -24,6 +24,7 @@ struct DriverOptions {
   std::string cudaArch = "sm_90";
   /// Where to write each kernel module's PTX (cuda), or empty.
   std::string ptxDir;
+  bool gpuKernelsOnCpu = false;
   std::string emit = "module";
   std::string partition = "min-cut";
   std::string optimizer;

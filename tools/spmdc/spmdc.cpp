@@ -40,6 +40,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -68,6 +69,31 @@ static LogicalResult writeKernels(ModuleOp module, llvm::StringRef dir) {
   return failure(walk.wasInterrupted());
 }
 
+/// Kernels' math calls libdevice, which MLIR's NVVM serializer links from
+/// the CUDA toolkit it finds through CUDA_ROOT, CUDA_HOME or CUDA_PATH, and
+/// silently skips when it finds none. The driver resolves the toolkit (those
+/// variables, else /usr/local/cuda) and fails clearly without libdevice.
+static LogicalResult findLibdevice() {
+  std::string toolkit = "/usr/local/cuda";
+  for (const char *name : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *value = std::getenv(name); value && *value) {
+      toolkit = value;
+      break;
+    }
+  llvm::SmallString<256> libdevice(toolkit);
+  llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
+  if (!llvm::sys::fs::exists(libdevice)) {
+    llvm::errs() << "spmdc: error: --target=cuda needs CUDA's libdevice for "
+                    "the math in kernels, and "
+                 << libdevice
+                 << " does not exist; set CUDA_HOME to the CUDA toolkit\n";
+    return failure();
+  }
+  // CUDA_ROOT is the serializer's first choice.
+  ::setenv("CUDA_ROOT", toolkit.c_str(), /*overwrite=*/1);
+  return success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   spmdc::DriverOptions options;
@@ -94,6 +120,15 @@ int main(int argc, char **argv) {
   pipeline.partition = options.partition;
   pipeline.lowering.target = options.target;
   pipeline.lowering.cudaArch = options.cudaArch;
+  pipeline.lowering.gpuKernelsOnCpu = options.gpuKernelsOnCpu;
+  if (options.target == "cuda" && pipeline.emit >= spmdc::Stage::Lower &&
+      failed(findLibdevice()))
+    return 1;
+  if (options.gpuKernelsOnCpu && options.target != "cpu") {
+    llvm::errs() << "spmdc: error: --gpu-kernels-on-cpu runs the kernels on "
+                    "the host; it goes with --target=cpu\n";
+    return 2;
+  }
   // MLIR's own dialects and passes: the lowering stages run them.
   DialectRegistry registry;
   mlir::registerAllDialects(registry);

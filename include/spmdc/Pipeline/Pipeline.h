@@ -35,6 +35,9 @@ struct LoweringOptions {
   std::string target = "cpu";
   /// The GPU the PTX is for (cuda): sm_80 or sm_90.
   std::string cudaArch = "sm_90";
+  /// cpu: form the loop nests the CUDA target makes kernels of, but run
+  /// them on the host (to check them without a GPU).
+  bool gpuKernelsOnCpu = false;
 };
 
 struct PipelineOptions {
@@ -51,8 +54,6 @@ struct PipelineOptions {
 /// dialect (host code; for cuda also gpu.binary ops holding the PTX).
 mlir::LogicalResult buildLoweringPipeline(mlir::OpPassManager &pm,
                                           const LoweringOptions &options);
-mlir::LogicalResult buildCudaLoweringPipeline(mlir::OpPassManager &pm,
-                                              const LoweringOptions &options);
 
 /// Adds the passes of the stages up to `options.emit` to `pm` (module: the
 /// same as lower; the driver packs the result); failure (with an error) for

@@ -32,6 +32,11 @@ extern "C" {
 /// Reports a failure and does not return.
 typedef void (*spmd_cuda_fail_fn)(const char *call, const char *message);
 
+/// Checks, without starting anything, that a driver and a device are
+/// there: 0, or 1 with a message in `error`. spmd-run asks before it
+/// launches the ranks of a CUDA module.
+int spmd_cuda_probe(char *error, size_t error_size);
+
 /// Starts CUDA on this process: the driver, device `local_rank` modulo the
 /// number of devices, its primary context, the stream, a cuBLAS handle.
 /// Returns 0, or 1 with a message in `error` (no driver, no device).

@@ -412,7 +412,7 @@ struct FormGpuKernelsPass
   void runOnOperation() override {
     if (blockSize <= 0 || blockSize > 1024) {
       getOperation().emitError("block-size must be in 1..1024, not ")
-          << blockSize;
+          << static_cast<int64_t>(blockSize);
       return signalPassFailure();
     }
     getOperation().walk([&](func::FuncOp function) {

@@ -4,6 +4,8 @@
 # NRANKS real ranks (spmd-run starts them under mpirun itself, killed after
 # 300 s), and fails unless the loss of every step and the parameters after
 # the last equal the interpreter's single-device run to 1e-4 relative (f32).
+# SPEC "none": the single-device step on one rank.
+# SPMDC_FLAGS adds flags to spmdc for the module (e.g. --gpu-kernels-on-cpu).
 # gpt2-mini's key biases are left out: their gradient is 0 in exact
 # arithmetic, so AdamW turns rounding noise into steps of size lr.
 set -euo pipefail
@@ -11,7 +13,9 @@ model=$1 spec=$2 nranks=$3 dir=$4
 name=$(basename "$model" .json)-$(basename "$spec" .json)
 mkdir -p "$dir"
 spmdc "$model" --emit=partition -o "$dir/$name.single.mlir"
-spmdc "$model" --shard-spec "$spec" -o "$dir/$name.mod"
+spec_flags=(--shard-spec "$spec")
+[ "$spec" = none ] && spec_flags=()
+spmdc "$model" "${spec_flags[@]}" ${SPMDC_FLAGS:-} -o "$dir/$name.mod"
 spmd-run --interpret --steps 3 "$dir/$name.single.mlir" \
   --save-params "$dir/$name.single.safetensors" > "$dir/$name.single.loss"
 timeout -k 5 300 spmd-run --steps 3 --nranks "$nranks" "$dir/$name.mod" \
