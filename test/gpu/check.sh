@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# test/gpu/check.sh: the CUDA target on a machine with a GPU (not run by
+# ctest; CI has no GPU). Sized to finish in under 8 minutes:
+#   1. builds spmdc (reusing build/ when it is there);
+#   2. measures this GPU's ceilings first: memory bandwidth and cuBLAS SGEMM
+#      throughput (ceilings.cu, compiled with nvcc);
+#   3. runs gpt2-mini's step on 1 GPU against the CPU target's numbers:
+#      losses of 3 AdamW steps and the parameters after them, 1e-4 relative
+#      (f32);
+#   4. times the step (median of spmd-run's per-step log over 20 steps) and
+#      the largest kernels (SPMD_CUDA_PROFILE=1) against the ceilings.
+# Results go to $OUT (the device tool's output folder) or /tmp/spmdc-gpu.
+# Exits non-zero when a check fails; prints the figures either way.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-/tmp/spmdc-gpu}
+mkdir -p "$out"
+cd "$root"
+export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+export PATH="$root/build/bin:$CUDA_HOME/bin:$PATH"
+log() { echo "== $*" | tee -a "$out/summary.txt"; }
+
+log "1. build"
+if [ -f build/build.ninja ]; then
+  cmake --build build >"$out/build.log" 2>&1
+else
+  scripts/setup.sh >"$out/build.log" 2>&1
+fi
+nvidia-smi -L | tee -a "$out/summary.txt"
+
+log "2. ceilings"
+nvcc -O2 -o "$out/ceilings" test/gpu/ceilings.cu -lcublas
+"$out/ceilings" | tee "$out/ceilings.txt" | tee -a "$out/summary.txt"
+bandwidth=$(awk '/bandwidth_GBps/ {print $2}' "$out/ceilings.txt")
+sgemm=$(awk '/sgemm_TFLOPS/ {print $2}' "$out/ceilings.txt")
+
+log "3. gpt2-mini on 1 GPU against the CPU target (3 steps, 1e-4)"
+model=docs/examples/gpt2-mini.json
+spmdc "$model" -o "$out/cpu.mod"
+spmdc "$model" --target=cuda -o "$out/cuda.mod" --ptx-dir "$out/ptx"
+spmd-run "$out/cpu.mod" --steps 3 --save-params "$out/cpu.safetensors" \
+  >"$out/cpu.loss"
+timeout 300 spmd-run "$out/cuda.mod" --steps 3 \
+  --save-params "$out/cuda.safetensors" >"$out/cuda.loss"
+paste "$out/cpu.loss" "$out/cuda.loss" | tee -a "$out/summary.txt"
+python3 test/Inputs/compare-losses.py "$out/cuda.loss" "$out/cpu.loss" \
+  --rtol 1e-4 | tee -a "$out/summary.txt"
+python3 test/Inputs/compare-safetensors.py "$out/cuda.safetensors" \
+  "$out/cpu.safetensors" --rtol 1e-4 --atol 1e-5 \
+  --exclude h.0.attn.k_proj.bias --exclude h.1.attn.k_proj.bias \
+  | tail -1 | tee -a "$out/summary.txt"
+
+log "4. timing (20 steps; profile of kernels and GEMMs)"
+SPMD_CUDA_PROFILE=1 timeout 300 spmd-run "$out/cuda.mod" --steps 20 \
+  --log-level info >"$out/time.loss" 2>"$out/time.log"
+spmd-run "$out/cpu.mod" --steps 20 --log-level info >/dev/null \
+  2>"$out/cpu-time.log"
+python3 - "$out" "$bandwidth" "$sgemm" <<'PY' | tee -a "$out/summary.txt"
+import re, statistics, sys
+out, bandwidth, sgemm = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+def step_ms(path):
+    times = [float(m.group(2)) for m in
+             re.finditer(r"step (\d+) took ([0-9.]+) ms", open(path).read())
+             if int(m.group(1)) > 1]
+    return statistics.median(times)
+gpu, cpu = step_ms(out + "/time.log"), step_ms(out + "/cpu-time.log")
+print("step: %.3f ms on the GPU, %.3f ms on one CPU core (%.1fx)"
+      % (gpu, cpu, cpu / gpu))
+# The model's parameters (from the saved file); AdamW reads p, g, m, v and
+# writes p, m, v once: the least traffic a step can have.
+import json, struct
+with open(out + "/cpu.safetensors", "rb") as f:
+    header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+params = 0
+for name, entry in header.items():
+    if name != "__metadata__":
+        size = 1
+        for d in entry["shape"]:
+            size *= d
+        params += size
+print("parameters: %d" % params)
+floor_ms = 7 * 4 * params / (bandwidth * 1e9) * 1e3
+print("bandwidth floor of the optimizer's traffic: %.4f ms (step is %.0fx it)"
+      % (floor_ms, gpu / floor_ms))
+rows = re.findall(r"spmd-run:\s+([0-9.]+) ms\s+(\d+) x  (.*)", open(out + "/time.log").read())
+print("largest kernels and GEMMs (device time over 20 steps):")
+for ms, calls, name in rows[:10]:
+    ms, calls = float(ms), int(calls)
+    line = "  %9.3f ms %6d x  %-40s %.4f ms per call" % (ms, calls, name, ms / calls)
+    gemm = re.match(r"cublas[SD]gemm (\d+)x(\d+)x(\d+)x(\d+)", name)
+    if gemm:
+        b, m, n, k = map(int, gemm.groups())
+        tflops = 2 * b * m * n * k / (ms / calls * 1e-3) / 1e12
+        line += "  %.3f TFLOPS = %.2f%% of SGEMM's %.1f" % (tflops, 100 * tflops / sgemm, sgemm)
+    print(line)
+PY
+log "done: $out/summary.txt"
