@@ -73,7 +73,14 @@ static constexpr const char *kHostToLLVM =
 
 LogicalResult buildLoweringPipeline(OpPassManager &pm,
                                     const LoweringOptions &options) {
-  std::string pipeline = kToBuffers;
+  std::string pipeline;
+  if (options.precision == "bf16")
+    pipeline += "tg-mixed-precision,";
+  pipeline += kToBuffers;
+  // bf16 conversions as integer arithmetic: x86 has no instruction for
+  // them and the JIT no libgcc helper.
+  if (options.precision == "bf16")
+    pipeline += "arith-expand{include-bf16},";
   if (options.target == "cuda") {
     // Kernels through MLIR's NVVM path to PTX (kept in gpu.binary ops);
     // host code allocates through the runtime's _mlir_memref_to_llvm_alloc

@@ -4,7 +4,9 @@
 #include "spmdc/Runtime/MatmulBatches.h"
 
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 // The CBLAS entry points, declared here rather than through <cblas.h>,
@@ -23,38 +25,82 @@ namespace {
 
 constexpr int kRowMajor = 101, kNoTrans = 111;
 
+/// C = A @ B over `batches`, on row-major data of type T.
 template <typename T, typename Gemm>
-void matmul(Gemm gemm, int64_t aRank, void *aDesc, int64_t bRank, void *bDesc,
-            int64_t cRank, void *cDesc) {
+void gemmBatches(Gemm gemm, const spmdc::rt::MatmulBatches &batches,
+                 const T *aData, const T *bData, T *cData) {
   static bool oneThread = [] {
     if (openblas_set_num_threads)
       openblas_set_num_threads(1);
     return true;
   }();
   (void)oneThread;
-  spmdc::rt::MemRefView a(aRank, aDesc, sizeof(T)), b(bRank, bDesc, sizeof(T)),
-      c(cRank, cDesc, sizeof(T));
-  spmdc::rt::MatmulBatches batches;
-  if (!spmdc::rt::matmulBatches(a, b, c, batches)) {
-    std::fprintf(stderr, "spmd-run: spmd_matmul: a buffer is not a "
-                         "contiguous matrix stack (compiler bug)\n");
-    std::abort();
-  }
   auto m = static_cast<int>(batches.m), n = static_cast<int>(batches.n),
        k = static_cast<int>(batches.k);
-  auto *aData = reinterpret_cast<const T *>(a.data);
-  auto *bData = reinterpret_cast<const T *>(b.data);
-  auto *cData = reinterpret_cast<T *>(c.data);
   if (batches.aFull && batches.bShared) {
     // x @ W over a batch: one GEMM over all its rows.
-    gemm(kRowMajor, kNoTrans, kNoTrans, static_cast<int>(batches.count() * m),
-         n, k, T(1), aData, k, bData, n, T(0), cData, n);
+    gemm(kRowMajor, kNoTrans, kNoTrans,
+         static_cast<int>(batches.count() * m), n, k, T(1), aData, k, bData,
+         n, T(0), cData, n);
     return;
   }
-  for (size_t i = 0; i < batches.aMatrix.size(); ++i)
+  for (int64_t i = 0; i < batches.count(); ++i)
     gemm(kRowMajor, kNoTrans, kNoTrans, m, n, k, T(1),
          aData + batches.aMatrix[i] * m * k, k,
          bData + batches.bMatrix[i] * k * n, n, T(0), cData + i * m * n, n);
+}
+
+/// The operands and result of a spmd_matmul_* call, checked.
+struct Operands {
+  spmdc::rt::MemRefView a, b, c;
+  spmdc::rt::MatmulBatches batches;
+  Operands(size_t elementBytes, int64_t aRank, void *aDesc, int64_t bRank,
+           void *bDesc, int64_t cRank, void *cDesc)
+      : a(aRank, aDesc, elementBytes), b(bRank, bDesc, elementBytes),
+        c(cRank, cDesc, elementBytes) {
+    if (!spmdc::rt::matmulBatches(a, b, c, batches)) {
+      std::fprintf(stderr, "spmd-run: spmd_matmul: a buffer is not a "
+                           "contiguous matrix stack (compiler bug)\n");
+      std::abort();
+    }
+  }
+};
+
+template <typename T, typename Gemm>
+void matmul(Gemm gemm, int64_t aRank, void *aDesc, int64_t bRank, void *bDesc,
+            int64_t cRank, void *cDesc) {
+  Operands o(sizeof(T), aRank, aDesc, bRank, bDesc, cRank, cDesc);
+  gemmBatches<T>(gemm, o.batches, reinterpret_cast<const T *>(o.a.data),
+                 reinterpret_cast<const T *>(o.b.data),
+                 reinterpret_cast<T *>(o.c.data));
+}
+
+float fromBF16(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// Round to nearest even, as the GPU's conversion does.
+uint16_t toBF16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffff) > 0x7f800000)
+    return 0x7fc0; // NaN
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+std::vector<float> widened(const spmdc::rt::MemRefView &view) {
+  int64_t count = 1;
+  for (int64_t size : view.shape)
+    count *= size;
+  std::vector<float> out(count);
+  auto *data = reinterpret_cast<const uint16_t *>(view.data);
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = fromBF16(data[i]);
+  return out;
 }
 
 } // namespace
@@ -69,6 +115,19 @@ void spmd_matmul_f32(int64_t a_rank, void *a_desc, int64_t b_rank, void *b_desc,
 void spmd_matmul_f64(int64_t a_rank, void *a_desc, int64_t b_rank, void *b_desc,
                      int64_t c_rank, void *c_desc) {
   matmul<double>(cblas_dgemm, a_rank, a_desc, b_rank, b_desc, c_rank, c_desc);
+}
+
+void spmd_matmul_bf16(int64_t a_rank, void *a_desc, int64_t b_rank,
+                      void *b_desc, int64_t c_rank, void *c_desc) {
+  // bf16 operands, f32 accumulation (SGEMM on the widened values), the
+  // product rounded to bf16: what cuBLAS does with CUBLAS_COMPUTE_32F.
+  Operands o(2, a_rank, a_desc, b_rank, b_desc, c_rank, c_desc);
+  std::vector<float> a = widened(o.a), b = widened(o.b);
+  std::vector<float> c(o.batches.count() * o.batches.m * o.batches.n);
+  gemmBatches<float>(cblas_sgemm, o.batches, a.data(), b.data(), c.data());
+  auto *out = reinterpret_cast<uint16_t *>(o.c.data);
+  for (size_t i = 0; i < c.size(); ++i)
+    out[i] = toBF16(c[i]);
 }
 
 } // extern "C"

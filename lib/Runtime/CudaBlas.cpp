@@ -42,7 +42,8 @@ void checkBlas(cublasStatus_t status, const char *call) {
          std::string(call) + " failed: " + cublasGetStatusString(status));
 }
 
-template <typename T, typename Gemm, typename StridedGemm>
+/// T: the element type; Scale: alpha's and beta's (float for bf16).
+template <typename T, typename Scale = T, typename Gemm, typename StridedGemm>
 void matmul(Gemm gemm, StridedGemm strided, const char *name, int64_t aRank,
             void *aDesc, int64_t bRank, void *bDesc, int64_t cRank,
             void *cDesc) {
@@ -57,7 +58,7 @@ void matmul(Gemm gemm, StridedGemm strided, const char *name, int64_t aRank,
   auto *aData = reinterpret_cast<const T *>(a.data);
   auto *bData = reinterpret_cast<const T *>(b.data);
   auto *cData = reinterpret_cast<T *>(c.data);
-  const T one = 1, zero = 0;
+  const Scale one = 1, zero = 0;
   CUevent start = nullptr, stop = nullptr;
   if (profiling()) {
     check(cuEventCreate(&start, CU_EVENT_DEFAULT), "spmd_matmul",
@@ -114,6 +115,32 @@ void spmd_matmul_f64(int64_t a_rank, void *a_desc, int64_t b_rank, void *b_desc,
                      int64_t c_rank, void *c_desc) {
   matmul<double>(cublasDgemm, cublasDgemmStridedBatched, "cublasDgemm", a_rank,
                  a_desc, b_rank, b_desc, c_rank, c_desc);
+}
+
+void spmd_matmul_bf16(int64_t a_rank, void *a_desc, int64_t b_rank,
+                      void *b_desc, int64_t c_rank, void *c_desc) {
+  // bf16 in and out, f32 accumulation (--precision=bf16).
+  auto gemm = [](cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                 int m, int n, int k, const float *alpha, const uint16_t *a,
+                 int lda, const uint16_t *b, int ldb, const float *beta,
+                 uint16_t *c, int ldc) {
+    return cublasGemmEx(h, ta, tb, m, n, k, alpha, a, CUDA_R_16BF, lda, b,
+                        CUDA_R_16BF, ldb, beta, c, CUDA_R_16BF, ldc,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  };
+  auto strided = [](cublasHandle_t h, cublasOperation_t ta,
+                    cublasOperation_t tb, int m, int n, int k,
+                    const float *alpha, const uint16_t *a, int lda,
+                    long long sa, const uint16_t *b, int ldb, long long sb,
+                    const float *beta, uint16_t *c, int ldc, long long sc,
+                    int count) {
+    return cublasGemmStridedBatchedEx(
+        h, ta, tb, m, n, k, alpha, a, CUDA_R_16BF, lda, sa, b, CUDA_R_16BF,
+        ldb, sb, beta, c, CUDA_R_16BF, ldc, sc, count, CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT);
+  };
+  matmul<uint16_t, float>(gemm, strided, "cublasGemmEx-bf16", a_rank, a_desc,
+                          b_rank, b_desc, c_rank, c_desc);
 }
 
 } // extern "C"

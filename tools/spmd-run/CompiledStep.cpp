@@ -158,6 +158,7 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
     add("memrefCopy", &memrefCopy);
     add("spmd_matmul_f32", &spmd_matmul_f32);
     add("spmd_matmul_f64", &spmd_matmul_f64);
+    add("spmd_matmul_bf16", &spmd_matmul_bf16);
 #ifdef SPMDC_HAVE_MPI
     // The collectives --convert-dist-to-runtime calls.
     add("spmd_collective_f32", &spmd_collective_f32);

@@ -99,7 +99,7 @@ CudaRuntimeLibrary::open(int localRank, bool installTransport,
       symbol("spmd_cuda_transport"));
   for (const char *name :
        {"_mlir_memref_to_llvm_alloc", "_mlir_memref_to_llvm_aligned_alloc",
-        "_mlir_memref_to_llvm_free", "spmd_matmul_f32", "spmd_matmul_f64",
+        "_mlir_memref_to_llvm_free", "spmd_matmul_f32", "spmd_matmul_f64", "spmd_matmul_bf16",
         "mgpuModuleLoad", "mgpuModuleLoadJIT", "mgpuModuleUnload",
         "mgpuModuleGetFunction", "mgpuLaunchKernel", "mgpuStreamCreate",
         "mgpuStreamDestroy", "mgpuStreamSynchronize"})

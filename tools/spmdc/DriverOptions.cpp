@@ -31,6 +31,10 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_option("--ptx-dir", options.ptxDir,
                  "also write each kernel module's PTX to DIR/NAME.ptx "
                  "(--target=cuda, lower and module stages)");
+  app.add_option("--precision", options.precision,
+                 "f32, or bf16: matmuls computed in bf16 (f32 accumulation), "
+                 "weights, reductions and the optimizer in f32")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_flag("--gpu-kernels-on-cpu", options.gpuKernelsOnCpu,
                "--target=cpu: form the kernels the CUDA target would and run "
                "them on the host, to check them without a GPU");

@@ -25,6 +25,7 @@ struct DriverOptions {
   /// Where to write each kernel module's PTX (cuda), or empty.
   std::string ptxDir;
   bool gpuKernelsOnCpu = false;
+  std::string precision = "f32";
   std::string emit = "module";
   std::string partition = "min-cut";
   std::string optimizer;

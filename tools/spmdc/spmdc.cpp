@@ -121,6 +121,7 @@ int main(int argc, char **argv) {
   pipeline.lowering.target = options.target;
   pipeline.lowering.cudaArch = options.cudaArch;
   pipeline.lowering.gpuKernelsOnCpu = options.gpuKernelsOnCpu;
+  pipeline.lowering.precision = options.precision;
   if (options.target == "cuda" && pipeline.emit >= spmdc::Stage::Lower &&
       failed(findLibdevice()))
     return 1;

@@ -81,10 +81,11 @@ def ConvertDistToRuntime : Pass<"convert-dist-to-runtime", "::mlir::ModuleOp"> {
 }
 
 def ConvertTgMatmulToBlas : Pass<"convert-tg-matmul-to-blas", "::mlir::ModuleOp"> {
-  let summary = "Lower f32 and f64 tg.matmul to calls of the runtime's BLAS GEMMs";
+  let summary = "Lower f32, f64 and bf16 tg.matmul to calls of the runtime's BLAS GEMMs";
   let description = [{
-    Each `tg.matmul` of f32 or f64 becomes a call of `spmd_matmul_f32` or
-    `spmd_matmul_f64` (the runtime's `Blas.h`) on its operands' buffers and
+    Each `tg.matmul` of f32, f64 or bf16 becomes a call of
+    `spmd_matmul_f32`, `spmd_matmul_f64` or `spmd_matmul_bf16` (the
+    runtime's `Blas.h`; bf16 accumulates in f32) on its operands' buffers and
     a fresh result buffer, passed as unranked memrefs; the runtime runs one
     CBLAS GEMM per batch index, broadcasting batch dims as `tg.matmul`
     does. Other element types keep `--convert-tg-to-linalg`'s loops. Runs

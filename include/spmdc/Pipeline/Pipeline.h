@@ -38,6 +38,8 @@ struct LoweringOptions {
   /// cpu: form the loop nests the CUDA target makes kernels of, but run
   /// them on the host (to check them without a GPU).
   bool gpuKernelsOnCpu = false;
+  /// f32, or bf16: matmuls in bf16 (--tg-mixed-precision), all else f32.
+  std::string precision = "f32";
 };
 
 struct PipelineOptions {

@@ -23,6 +23,10 @@ void spmd_matmul_f32(int64_t a_rank, void *a_desc, int64_t b_rank,
                      void *b_desc, int64_t c_rank, void *c_desc);
 void spmd_matmul_f64(int64_t a_rank, void *a_desc, int64_t b_rank,
                      void *b_desc, int64_t c_rank, void *c_desc);
+/// bf16 operands and result (bit patterns in uint16), products accumulated
+/// in f32 (--precision=bf16).
+void spmd_matmul_bf16(int64_t a_rank, void *a_desc, int64_t b_rank,
+                      void *b_desc, int64_t c_rank, void *c_desc);
 
 #ifdef __cplusplus
 } // extern "C"

@@ -65,6 +65,8 @@ void spmd_matmul_f32(int64_t a_rank, void *a_desc, int64_t b_rank,
                      void *b_desc, int64_t c_rank, void *c_desc);
 void spmd_matmul_f64(int64_t a_rank, void *a_desc, int64_t b_rank,
                      void *b_desc, int64_t c_rank, void *c_desc);
+void spmd_matmul_bf16(int64_t a_rank, void *a_desc, int64_t b_rank,
+                      void *b_desc, int64_t c_rank, void *c_desc);
 
 /// What MLIR's gpu-to-llvm lowering calls (the names of MLIR's CUDA
 /// runtime wrappers): kernel modules from PTX, launches, streams.

@@ -1,6 +1,6 @@
-//===- MatmulToBlas.cpp - f32/f64 matmuls to BLAS calls -------------------===//
+//===- MatmulToBlas.cpp - matmuls to BLAS calls ---------------------------===//
 //
-// --convert-tg-matmul-to-blas: each tg.matmul of f32 or f64 becomes a call
+// --convert-tg-matmul-to-blas: each tg.matmul of f32, f64 or bf16 becomes a call
 // of the runtime's spmd_matmul_<dtype> (Blas.h), which runs one GEMM per
 // batch index with tg.matmul's broadcasting. Other element types keep the
 // linalg lowering.
@@ -32,10 +32,14 @@ struct ConvertTgMatmulToBlasPass
     for (tg::MatmulOp op : matmuls) {
       RankedTensorType type = op.getType();
       Type element = type.getElementType();
-      if (!element.isF32() && !element.isF64())
+      StringRef name = element.isF32()    ? "spmd_matmul_f32"
+                       : element.isF64()  ? "spmd_matmul_f64"
+                       : element.isBF16() ? "spmd_matmul_bf16"
+                                          : "";
+      if (name.empty())
         continue;
       func::FuncOp callee = getOrDeclareRuntimeFunction(
-          module, element.isF32() ? "spmd_matmul_f32" : "spmd_matmul_f64", {},
+          module, name, {},
           element, /*numBuffers=*/3);
       b.setInsertionPoint(op);
       Value result = emitRuntimeCall(b, op.getLoc(), callee, {},

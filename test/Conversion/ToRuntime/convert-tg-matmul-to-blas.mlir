@@ -15,11 +15,21 @@
 // CHECK: call @spmd_matmul_f64(
 // An f16 matmul keeps the linalg lowering.
 // CHECK: tg.matmul %arg4, %arg5 : tensor<2x3xf16>, tensor<3x2xf16>
-// CHECK: func.func private @spmd_matmul_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>)
-// CHECK: func.func private @spmd_matmul_f64(memref<*xf64>, memref<*xf64>, memref<*xf64>)
+
+// bf16 (--precision=bf16) has a GEMM too.
+// CHECK-LABEL: func.func @bf16
+// CHECK: call @spmd_matmul_bf16(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>) -> ()
+// CHECK-DAG: func.func private @spmd_matmul_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>)
+// CHECK-DAG: func.func private @spmd_matmul_f64(memref<*xf64>, memref<*xf64>, memref<*xf64>)
+// CHECK-DAG: func.func private @spmd_matmul_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>)
 func.func @matmuls(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>, %x: tensor<3x5xf64>, %y: tensor<5x2xf64>, %i: tensor<2x3xf16>, %j: tensor<3x2xf16>) -> (tensor<2x4x16xf32>, tensor<3x2xf64>, tensor<2x2xf16>) {
   %c = tg.matmul %a, %b : tensor<2x4x8xf32>, tensor<8x16xf32>
   %z = tg.matmul %x, %y : tensor<3x5xf64>, tensor<5x2xf64>
   %k = tg.matmul %i, %j : tensor<2x3xf16>, tensor<3x2xf16>
   return %c, %z, %k : tensor<2x4x16xf32>, tensor<3x2xf64>, tensor<2x2xf16>
+}
+
+func.func @bf16(%a: tensor<4x8xbf16>, %b: tensor<8x2xbf16>) -> tensor<4x2xbf16> {
+  %c = tg.matmul %a, %b : tensor<4x8xbf16>, tensor<8x2xbf16>
+  return %c : tensor<4x2xbf16>
 }

@@ -146,4 +146,31 @@ def TgPartition : Pass<"tg-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
 }
 
+def TgMixedPrecision : Pass<"tg-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Run f32 matmuls in bf16, keeping f32 weights, reductions and updates";
+  let description = [{
+    Mixed precision as `torch.autocast` does it for bf16: every f32
+    `tg.matmul` (forward and backward) reads its operands rounded to bf16
+    and its product (accumulated in f32 by the GEMM) is rounded to bf16,
+    then widened back to f32. Everything else stays f32: the master
+    weights, the optimizer's update and state, softmax, layer_norm and
+    every other reduction, and the collectives (gradients are reduced in
+    f32). `spmdc --precision=bf16` runs it first in the lower stage, on the
+    per-rank program.
+
+    Before:
+    ```mlir
+    %c = tg.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32>
+    ```
+    After:
+    ```mlir
+    %a16 = tg.convert %a : tensor<4x8xf32> to tensor<4x8xbf16>
+    %b16 = tg.convert %b : tensor<8x16xf32> to tensor<8x16xbf16>
+    %c16 = tg.matmul %a16, %b16 : tensor<4x8xbf16>, tensor<8x16xbf16>
+    %c = tg.convert %c16 : tensor<4x16xbf16> to tensor<4x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
+}
+
 #endif // SPMDC_DIALECT_TENSORGRAPH_TRANSFORMS_PASSES_TD
