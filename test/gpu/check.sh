@@ -6,7 +6,7 @@
 #      throughput (ceilings.cu, compiled with nvcc);
 #   3. runs gpt2-mini's step on 1 GPU against the CPU target's numbers:
 #      losses of 3 AdamW steps and the parameters after them, 1e-4 relative
-#      (f32);
+#      (f32), and in bf16 (--precision=bf16) within 1e-2;
 #   4. times the step (median of spmd-run's per-step log over 20 steps) and
 #      the largest kernels (SPMD_CUDA_PROFILE=1) against the ceilings.
 # Results go to $OUT (the device tool's output folder) or /tmp/spmdc-gpu.
@@ -49,6 +49,13 @@ python3 test/Inputs/compare-safetensors.py "$out/cuda.safetensors" \
   "$out/cpu.safetensors" --rtol 1e-4 --atol 1e-5 \
   --exclude h.0.attn.k_proj.bias --exclude h.1.attn.k_proj.bias \
   | tail -1 | tee -a "$out/summary.txt"
+
+log "3b. bf16 (--precision=bf16) against the CPU target's f32 (3 steps, 1e-2)"
+spmdc "$model" --target=cuda --precision=bf16 -o "$out/cuda-bf16.mod"
+timeout 300 spmd-run "$out/cuda-bf16.mod" --steps 3 >"$out/cuda-bf16.loss"
+paste "$out/cpu.loss" "$out/cuda-bf16.loss" | tee -a "$out/summary.txt"
+python3 test/Inputs/compare-losses.py "$out/cuda-bf16.loss" "$out/cpu.loss" \
+  --rtol 1e-2 | tee -a "$out/summary.txt"
 
 log "4. timing (20 steps; profile of kernels and GEMMs)"
 SPMD_CUDA_PROFILE=1 timeout 300 spmd-run "$out/cuda.mod" --steps 20 \
