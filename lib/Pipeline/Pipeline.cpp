@@ -51,7 +51,7 @@ llvm::StringRef stageName(Stage stage) {
 /// one-shot bufferization across the step's functions.
 static constexpr const char *kToBuffers =
     "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
-    "convert-tg-to-linalg,linalg-fuse-elementwise-ops,"
+    "convert-tg-to-linalg,fuse-elementwise,"
     "one-shot-bufferize{bufferize-function-boundaries},";
 
 /// Every loop nest in the form of a GPU kernel: parallel loops over blocks
@@ -66,6 +66,7 @@ static constexpr const char *kToKernelLoops =
 /// Host code to the LLVM dialect, each buffer freed after its last use
 /// (without that a step leaks its intermediates).
 static constexpr const char *kHostToLLVM =
+    "approximate-math,"
     "bufferization-lower-deallocations,cse,canonicalize,"
     "convert-bufferization-to-memref,convert-scf-to-cf,"
     "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"

@@ -29,55 +29,125 @@ namespace spmdc {
 
 namespace {
 
-size_t elementBytes(const std::string &dtype) {
-  if (dtype == "f64" || dtype == "i64")
+/// A module value's element type, resolved once (converting millions of
+/// elements per step must not compare dtype strings).
+enum class Element { F32, F64, I64, I32, BF16, I1 };
+
+Element elementOf(const std::string &dtype) {
+  if (dtype == "f32")
+    return Element::F32;
+  if (dtype == "f64")
+    return Element::F64;
+  if (dtype == "i64")
+    return Element::I64;
+  if (dtype == "i32")
+    return Element::I32;
+  if (dtype == "bf16")
+    return Element::BF16;
+  return Element::I1;
+}
+
+size_t bytesOf(Element e) {
+  switch (e) {
+  case Element::F64:
+  case Element::I64:
     return 8;
-  if (dtype == "f32" || dtype == "i32")
+  case Element::F32:
+  case Element::I32:
     return 4;
-  if (dtype == "f16" || dtype == "bf16")
+  case Element::BF16:
     return 2;
-  return 1; // i1
+  case Element::I1:
+    return 1;
+  }
+  return 1;
 }
 
-void storeElement(const std::string &dtype, double v, char *at) {
-  if (dtype == "f32") {
-    float f = static_cast<float>(v);
-    std::memcpy(at, &f, 4);
-  } else if (dtype == "f64") {
-    std::memcpy(at, &v, 8);
-  } else if (dtype == "i64") {
-    int64_t i = static_cast<int64_t>(v);
-    std::memcpy(at, &i, 8);
-  } else if (dtype == "i32") {
-    int32_t i = static_cast<int32_t>(v);
-    std::memcpy(at, &i, 4);
-  } else {
-    *at = v != 0.0;
+uint16_t toBF16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffff) > 0x7f800000)
+    return 0x7fc0;
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float fromBF16(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <typename T> void storeAs(const std::vector<double> &values, char *to) {
+  T *out = reinterpret_cast<T *>(to);
+  for (size_t i = 0; i < values.size(); ++i)
+    out[i] = static_cast<T>(values[i]);
+}
+
+/// Writes `values` as elements of type `e` from `to` on.
+void storeElements(Element e, const std::vector<double> &values, char *to) {
+  switch (e) {
+  case Element::F32:
+    return storeAs<float>(values, to);
+  case Element::F64:
+    return storeAs<double>(values, to);
+  case Element::I64:
+    return storeAs<int64_t>(values, to);
+  case Element::I32:
+    return storeAs<int32_t>(values, to);
+  case Element::BF16: {
+    auto *out = reinterpret_cast<uint16_t *>(to);
+    for (size_t i = 0; i < values.size(); ++i)
+      out[i] = toBF16(static_cast<float>(values[i]));
+    return;
+  }
+  case Element::I1:
+    for (size_t i = 0; i < values.size(); ++i)
+      to[i] = values[i] != 0.0;
+    return;
   }
 }
 
-double loadElement(const std::string &dtype, const char *at) {
-  if (dtype == "f32") {
-    float f;
-    std::memcpy(&f, at, 4);
-    return f;
+double loadElement(Element e, const char *at) {
+  switch (e) {
+  case Element::F32:
+    return *reinterpret_cast<const float *>(at);
+  case Element::F64:
+    return *reinterpret_cast<const double *>(at);
+  case Element::I64:
+    return static_cast<double>(*reinterpret_cast<const int64_t *>(at));
+  case Element::I32:
+    return *reinterpret_cast<const int32_t *>(at);
+  case Element::BF16:
+    return fromBF16(*reinterpret_cast<const uint16_t *>(at));
+  case Element::I1:
+    return *at != 0;
   }
-  if (dtype == "f64") {
-    double d;
-    std::memcpy(&d, at, 8);
-    return d;
+  return 0;
+}
+
+template <typename T> void loadAs(const char *from, std::vector<double> &out) {
+  const T *in = reinterpret_cast<const T *>(from);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<double>(in[i]);
+}
+
+/// Reads `out.size()` contiguous elements of type `e` from `from`.
+void loadContiguous(Element e, const char *from, std::vector<double> &out) {
+  switch (e) {
+  case Element::F32:
+    return loadAs<float>(from, out);
+  case Element::F64:
+    return loadAs<double>(from, out);
+  case Element::I64:
+    return loadAs<int64_t>(from, out);
+  case Element::I32:
+    return loadAs<int32_t>(from, out);
+  default:
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = loadElement(e, from + i * bytesOf(e));
   }
-  if (dtype == "i64") {
-    int64_t i;
-    std::memcpy(&i, at, 8);
-    return static_cast<double>(i);
-  }
-  if (dtype == "i32") {
-    int32_t i;
-    std::memcpy(&i, at, 4);
-    return i;
-  }
-  return *at != 0;
 }
 
 /// A memref descriptor as the LLVM lowering lays it out: allocated and
@@ -137,6 +207,9 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel =
       static_cast<llvm::CodeGenOptLevel>(options.optLevel);
+  // SPMD_RUN_PERF=1: tell `perf` the JIT-compiled functions' names.
+  if (const char *perf = std::getenv("SPMD_RUN_PERF"))
+    engineOptions.enablePerfNotificationListener = std::string(perf) != "0";
   auto engine = ExecutionEngine::create(*program, engineOptions);
   if (!engine) {
     error = "cannot compile the module's program: " +
@@ -205,11 +278,10 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
   std::vector<Descriptor> descriptors;
   descriptors.reserve(args.size());
   for (auto [arg, value] : llvm::zip(args, file.arguments)) {
-    size_t bytes = elementBytes(value.dtype);
+    Element element = elementOf(value.dtype);
     buffers.push_back(
-        static_cast<char *>(allocate(arg.data.size() * bytes)));
-    for (size_t i = 0; i < arg.data.size(); ++i)
-      storeElement(value.dtype, arg.data[i], buffers.back() + i * bytes);
+        static_cast<char *>(allocate(arg.data.size() * bytesOf(element))));
+    storeElements(element, arg.data, buffers.back());
     descriptors.emplace_back(buffers.back(), value.shape);
   }
   std::vector<void *> packed;
@@ -239,17 +311,26 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
     std::vector<int64_t> strides(resultStorage.begin() + at + 3 + rank,
                                  resultStorage.begin() + at + 3 + 2 * rank);
     interp::Tensor t(r.shape);
-    size_t bytes = elementBytes(r.dtype);
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      int64_t element = offset;
-      for (size_t d = 0; d < rank; ++d)
-        element += index[d] * strides[d];
-      t.data[i] = loadElement(r.dtype, aligned + element * bytes);
-      for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
-        if (++index[d] < r.shape[d])
-          break;
-        index[d] = 0;
+    Element type = elementOf(r.dtype);
+    size_t bytes = bytesOf(type);
+    bool contiguous = true;
+    for (int64_t d = static_cast<int64_t>(rank) - 1, expected = 1; d >= 0;
+         expected *= r.shape[d], --d)
+      contiguous &= r.shape[d] == 1 || strides[d] == expected;
+    if (contiguous) {
+      loadContiguous(type, aligned + offset * bytes, t.data);
+    } else {
+      std::vector<int64_t> index(rank, 0);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        int64_t element = offset;
+        for (size_t d = 0; d < rank; ++d)
+          element += index[d] * strides[d];
+        t.data[i] = loadElement(type, aligned + element * bytes);
+        for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+          if (++index[d] < r.shape[d])
+            break;
+          index[d] = 0;
+        }
       }
     }
     results.push_back(std::move(t));

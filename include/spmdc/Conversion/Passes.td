@@ -185,4 +185,44 @@ def FormGpuKernels : Pass<"form-gpu-kernels", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def FuseElementwise : Pass<"fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "MLIR's elementwise fusion without recomputing costly broadcasts";
+  let description = [{
+    `--linalg-fuse-elementwise-ops`'s patterns (a producer with one use is
+    fused into its consumer; reshapes fold by expansion; constants fold),
+    with one restriction: a producer that runs fewer iterations than its
+    consumer (its result is broadcast) and calls a math function or
+    divides is not fused, since the fused loop would recompute it for every
+    element. AdamW's bias corrections (`1 - beta^step`, one `pow` per
+    parameter tensor) stayed inside the per-element update loop otherwise:
+    a `pow` per parameter element, a twentieth of gpt2 medium's step.
+
+    Kept apart (the producer is rank 0, the consumer 1024 elements):
+    ```mlir
+    %c = linalg.generic {... iterator_types = []} ins(%beta, %step : tensor<f64>, tensor<f64>) ... {
+      %p = math.powf %b, %s : f64
+      ...
+    } -> tensor<f64>
+    %u = linalg.generic {... iterator_types = ["parallel"]} ins(%m, %c : tensor<1024xf32>, tensor<f64>) ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
+def ApproximateMath : Pass<"approximate-math", "::mlir::ModuleOp"> {
+  let summary = "Inline f32 math functions as MLIR's polynomial approximations";
+  let description = [{
+    The CPU target's f32 `math.tanh`, `math.exp`, `math.log`, `math.erf`
+    and the like become MLIR's polynomial approximations (a few ulp), inline
+    arithmetic instead of a libm call per element: GELU's tanh through
+    glibc's tanhf and expm1f was a quarter of gpt2 medium's step. f64 math
+    keeps libm. The CUDA target does not need it (libdevice).
+  }];
+  let dependentDialects = ["::mlir::math::MathDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // SPMDC_CONVERSION_PASSES_TD
