@@ -52,7 +52,8 @@ llvm::StringRef stageName(Stage stage) {
 static constexpr const char *kToBuffers =
     "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
     "convert-tg-to-linalg,fuse-elementwise,"
-    "one-shot-bufferize{bufferize-function-boundaries},";
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},";
 
 /// Every loop nest in the form of a GPU kernel: parallel loops over blocks
 /// and threads (--form-gpu-kernels fuses row-wise neighbours first).
@@ -68,9 +69,10 @@ static constexpr const char *kToKernelLoops =
 static constexpr const char *kHostToLLVM =
     "approximate-math,"
     "bufferization-lower-deallocations,cse,canonicalize,"
-    "convert-bufferization-to-memref,convert-scf-to-cf,"
-    "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
-    "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts";
+    "convert-bufferization-to-memref,lower-affine,convert-vector-to-scf,"
+    "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+    "finalize-memref-to-llvm,convert-vector-to-llvm,convert-math-to-llvm,"
+    "convert-to-llvm,reconcile-unrealized-casts";
 
 LogicalResult buildLoweringPipeline(OpPassManager &pm,
                                     const LoweringOptions &options) {
@@ -109,8 +111,13 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm,
     pipeline += kToKernelLoops;
     pipeline += kHostToLLVM;
   } else {
+    // Loops in 8-wide SIMD where the innermost loop allows it (MLIR's
+    // affine super-vectorizer), so even unoptimised JIT code is vector
+    // code.
     pipeline += "ownership-based-buffer-deallocation,canonicalize,"
-                "convert-linalg-to-loops,";
+                "convert-linalg-to-affine-loops,"
+                "func.func(affine-super-vectorize{virtual-vector-size=8 test-fastest-varying=0}),"
+                "canonicalize,";
     pipeline += kHostToLLVM;
   }
   return parsePassPipeline(pipeline, pm, llvm::errs());
