@@ -105,7 +105,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--steps", type=int, default=0,
                     help="steps timed (default: per config)")
-    ap.add_argument("--opt-level", type=int, default=0,
+    ap.add_argument("--opt-level", type=int, default=1,
                     help="spmd-run --opt-level")
     ap.add_argument("--configs", default="mini,medium")
     args = ap.parse_args()

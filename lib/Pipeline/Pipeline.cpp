@@ -72,7 +72,7 @@ static constexpr const char *kHostToLLVM =
     "convert-bufferization-to-memref,lower-affine,convert-vector-to-scf,"
     "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
     "finalize-memref-to-llvm,convert-vector-to-llvm,convert-math-to-llvm,"
-    "convert-to-llvm,reconcile-unrealized-casts";
+    "convert-to-llvm,reconcile-unrealized-casts,split-long-blocks";
 
 LogicalResult buildLoweringPipeline(OpPassManager &pm,
                                     const LoweringOptions &options) {
@@ -117,7 +117,7 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm,
     pipeline += "ownership-based-buffer-deallocation,canonicalize,"
                 "convert-linalg-to-affine-loops,"
                 "func.func(affine-super-vectorize{virtual-vector-size=8 test-fastest-varying=0}),"
-                "canonicalize,";
+                "canonicalize,outline-loop-nests,";
     pipeline += kHostToLLVM;
   }
   return parsePassPipeline(pipeline, pm, llvm::errs());

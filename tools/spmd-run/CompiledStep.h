@@ -28,7 +28,7 @@ class CompiledStep {
 public:
   struct Options {
     /// LLVM optimisation level of the host code.
-    int optLevel = 0;
+    int optLevel = 1;
     /// CUDA modules: this process's rank on its node (its GPU).
     int localRank = 0;
     /// CUDA modules: several ranks under MPI (NCCL carries collectives).

@@ -36,8 +36,9 @@ std::optional<int> parseRunOptions(int argc, char **argv, RunOptions &options) {
   app.add_flag("--f64", options.f64,
                "interpreter: compute in f64 instead of each op's dtype");
   app.add_option("--opt-level", options.optLevel,
-                 "compiled modules: LLVM optimisation level of the JIT; 0 "
-                 "compiles fastest (gpt2-mini: 3 s against 11 s at 1)")
+                 "compiled modules: LLVM optimisation of the JIT: 0 none "
+                 "(fastest to compile), 1 instruction selection and "
+                 "scheduling (default), 2 and 3 also LLVM's IR passes")
       ->check(CLI::Range(0, 3));
   app.add_option("--log-level", options.logLevel, "log level (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));

@@ -26,7 +26,7 @@ struct RunOptions {
   bool interpret = false;
   bool f64 = false;
   /// LLVM's optimisation level for a compiled module's JIT.
-  int optLevel = 0;
+  int optLevel = 1;
   std::string logLevel = "warn";
 };
 

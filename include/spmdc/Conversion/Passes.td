@@ -225,4 +225,55 @@ def ApproximateMath : Pass<"approximate-math", "::mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def OutlineLoopNests : Pass<"outline-loop-nests", "::mlir::ModuleOp"> {
+  let summary = "Move each top-level loop nest of a function into a function of its own";
+  let description = [{
+    A step's functions hold thousands of loop nests, one per op. Lowering
+    and compiling one huge function costs time that grows faster than its
+    size (SCF-to-CF splits a block per loop; LLVM's instruction scheduler
+    works on huge blocks): GPT-2 small spent 3 of its 10 compile seconds in
+    SCF-to-CF. Each top-level `affine.for`, `scf.for` or `scf.parallel`
+    without results becomes a private function `@<function>_nest<N>` taking
+    the values it uses from outside (constants are cloned in, so bounds stay
+    static) and a call in its place.
+
+    Before:
+    ```mlir
+    func.func @forward(%a: memref<64xf32>) {
+      affine.for %i = 0 to 64 { ... %a ... }
+    }
+    ```
+    After:
+    ```mlir
+    func.func @forward(%a: memref<64xf32>) {
+      call @forward_nest0(%a) : (memref<64xf32>) -> ()
+    }
+    func.func private @forward_nest0(%a: memref<64xf32>) {
+      affine.for %i = 0 to 64 { ... %a ... }
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def SplitLongBlocks : Pass<"split-long-blocks", "::mlir::ModuleOp"> {
+  let summary = "Cut straight-line LLVM code into blocks of bounded length";
+  let description = [{
+    After `--outline-loop-nests` a step function is straight-line glue:
+    allocations, memref descriptors and calls, 15,000 ops in one block of
+    gpt2 medium's backward. LLVM selects instructions a block at a time and
+    its schedulers grow faster than linearly in a block's length, so the
+    JIT spent most of its time there. Cutting every `llvm.func` block after
+    each `ops` operations with an `llvm.br` changes nothing the program
+    computes (the first part dominates the rest, so no value needs a block
+    argument) and bounds that cost.
+  }];
+  let options = [
+    Option<"ops", "ops", "int64_t", /*default=*/"256",
+           "operations per block at most">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // SPMDC_CONVERSION_PASSES_TD
