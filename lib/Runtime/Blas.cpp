@@ -3,8 +3,8 @@
 #include "spmdc/Runtime/Blas.h"
 #include "spmdc/Runtime/MatmulBatches.h"
 
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -23,7 +23,7 @@ void openblas_set_num_threads(int threads) __attribute__((weak));
 
 namespace {
 
-constexpr int kRowMajor = 101, kNoTrans = 111;
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
 /// C = A @ B over `batches`, on row-major data of type T.
 template <typename T, typename Gemm>
@@ -37,28 +37,30 @@ void gemmBatches(Gemm gemm, const spmdc::rt::MatmulBatches &batches,
   (void)oneThread;
   auto m = static_cast<int>(batches.m), n = static_cast<int>(batches.n),
        k = static_cast<int>(batches.k);
-  if (batches.aFull && batches.bShared) {
+  int transA = batches.transposeA ? kTrans : kNoTrans;
+  int transB = batches.transposeB ? kTrans : kNoTrans;
+  int lda = batches.transposeA ? m : k, ldb = batches.transposeB ? k : n;
+  if (batches.aFull && batches.bShared && !batches.transposeA) {
     // x @ W over a batch: one GEMM over all its rows.
-    gemm(kRowMajor, kNoTrans, kNoTrans,
-         static_cast<int>(batches.count() * m), n, k, T(1), aData, k, bData,
-         n, T(0), cData, n);
+    gemm(kRowMajor, transA, transB, static_cast<int>(batches.count() * m), n, k,
+         T(1), aData, lda, bData, ldb, T(0), cData, n);
     return;
   }
   for (int64_t i = 0; i < batches.count(); ++i)
-    gemm(kRowMajor, kNoTrans, kNoTrans, m, n, k, T(1),
-         aData + batches.aMatrix[i] * m * k, k,
-         bData + batches.bMatrix[i] * k * n, n, T(0), cData + i * m * n, n);
+    gemm(kRowMajor, transA, transB, m, n, k, T(1),
+         aData + batches.aMatrix[i] * m * k, lda,
+         bData + batches.bMatrix[i] * k * n, ldb, T(0), cData + i * m * n, n);
 }
 
 /// The operands and result of a spmd_matmul_* call, checked.
 struct Operands {
   spmdc::rt::MemRefView a, b, c;
   spmdc::rt::MatmulBatches batches;
-  Operands(size_t elementBytes, int64_t aRank, void *aDesc, int64_t bRank,
-           void *bDesc, int64_t cRank, void *cDesc)
+  Operands(size_t elementBytes, int32_t transA, int32_t transB, int64_t aRank,
+           void *aDesc, int64_t bRank, void *bDesc, int64_t cRank, void *cDesc)
       : a(aRank, aDesc, elementBytes), b(bRank, bDesc, elementBytes),
         c(cRank, cDesc, elementBytes) {
-    if (!spmdc::rt::matmulBatches(a, b, c, batches)) {
+    if (!spmdc::rt::matmulBatches(a, b, c, transA != 0, transB != 0, batches)) {
       std::fprintf(stderr, "spmd-run: spmd_matmul: a buffer is not a "
                            "contiguous matrix stack (compiler bug)\n");
       std::abort();
@@ -67,9 +69,11 @@ struct Operands {
 };
 
 template <typename T, typename Gemm>
-void matmul(Gemm gemm, int64_t aRank, void *aDesc, int64_t bRank, void *bDesc,
-            int64_t cRank, void *cDesc) {
-  Operands o(sizeof(T), aRank, aDesc, bRank, bDesc, cRank, cDesc);
+void matmul(Gemm gemm, int32_t transA, int32_t transB, int64_t aRank,
+            void *aDesc, int64_t bRank, void *bDesc, int64_t cRank,
+            void *cDesc) {
+  Operands o(sizeof(T), transA, transB, aRank, aDesc, bRank, bDesc, cRank,
+             cDesc);
   gemmBatches<T>(gemm, o.batches, reinterpret_cast<const T *>(o.a.data),
                  reinterpret_cast<const T *>(o.b.data),
                  reinterpret_cast<T *>(o.c.data));
@@ -107,21 +111,27 @@ std::vector<float> widened(const spmdc::rt::MemRefView &view) {
 
 extern "C" {
 
-void spmd_matmul_f32(int64_t a_rank, void *a_desc, int64_t b_rank, void *b_desc,
-                     int64_t c_rank, void *c_desc) {
-  matmul<float>(cblas_sgemm, a_rank, a_desc, b_rank, b_desc, c_rank, c_desc);
+void spmd_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                     void *a_desc, int64_t b_rank, void *b_desc, int64_t c_rank,
+                     void *c_desc) {
+  matmul<float>(cblas_sgemm, trans_a, trans_b, a_rank, a_desc, b_rank, b_desc,
+                c_rank, c_desc);
 }
 
-void spmd_matmul_f64(int64_t a_rank, void *a_desc, int64_t b_rank, void *b_desc,
-                     int64_t c_rank, void *c_desc) {
-  matmul<double>(cblas_dgemm, a_rank, a_desc, b_rank, b_desc, c_rank, c_desc);
+void spmd_matmul_f64(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                     void *a_desc, int64_t b_rank, void *b_desc, int64_t c_rank,
+                     void *c_desc) {
+  matmul<double>(cblas_dgemm, trans_a, trans_b, a_rank, a_desc, b_rank, b_desc,
+                 c_rank, c_desc);
 }
 
-void spmd_matmul_bf16(int64_t a_rank, void *a_desc, int64_t b_rank,
-                      void *b_desc, int64_t c_rank, void *c_desc) {
+void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                      void *a_desc, int64_t b_rank, void *b_desc,
+                      int64_t c_rank, void *c_desc) {
   // bf16 operands, f32 accumulation (SGEMM on the widened values), the
   // product rounded to bf16: what cuBLAS does with CUBLAS_COMPUTE_32F.
-  Operands o(2, a_rank, a_desc, b_rank, b_desc, c_rank, c_desc);
+  Operands o(2, trans_a, trans_b, a_rank, a_desc, b_rank, b_desc, c_rank,
+             c_desc);
   std::vector<float> a = widened(o.a), b = widened(o.b);
   std::vector<float> c(o.batches.count() * o.batches.m * o.batches.n);
   gemmBatches<float>(cblas_sgemm, o.batches, a.data(), b.data(), c.data());

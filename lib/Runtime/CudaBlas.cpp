@@ -44,13 +44,13 @@ void checkBlas(cublasStatus_t status, const char *call) {
 
 /// T: the element type; Scale: alpha's and beta's (float for bf16).
 template <typename T, typename Scale = T, typename Gemm, typename StridedGemm>
-void matmul(Gemm gemm, StridedGemm strided, const char *name, int64_t aRank,
-            void *aDesc, int64_t bRank, void *bDesc, int64_t cRank,
-            void *cDesc) {
+void matmul(Gemm gemm, StridedGemm strided, const char *name, int32_t transA,
+            int32_t transB, int64_t aRank, void *aDesc, int64_t bRank,
+            void *bDesc, int64_t cRank, void *cDesc) {
   spmdc::rt::MemRefView a(aRank, aDesc, sizeof(T)), b(bRank, bDesc, sizeof(T)),
       c(cRank, cDesc, sizeof(T));
   spmdc::rt::MatmulBatches batches;
-  if (!spmdc::rt::matmulBatches(a, b, c, batches))
+  if (!spmdc::rt::matmulBatches(a, b, c, transA != 0, transB != 0, batches))
     fail("spmd_matmul",
          "a buffer is not a contiguous matrix stack (compiler bug)");
   int m = static_cast<int>(batches.m), n = static_cast<int>(batches.n),
@@ -67,22 +67,28 @@ void matmul(Gemm gemm, StridedGemm strided, const char *name, int64_t aRank,
           "cuEventCreate");
     check(cuEventRecord(start, stream()), "spmd_matmul", "cuEventRecord");
   }
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a
+  // row-major operand read as column-major is its own transpose, so an
+  // operand stored transposed is read with CUBLAS_OP_T.
+  cublasOperation_t opA = batches.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = batches.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int lda = batches.transposeA ? m : k, ldb = batches.transposeB ? k : n;
   int64_t count = batches.count();
-  if (batches.aFull && batches.bShared) {
+  if (batches.aFull && batches.bShared && !batches.transposeA) {
     int rows = static_cast<int>(count * m);
-    checkBlas(gemm(handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, rows, k, &one, bData,
-                   n, aData, k, &zero, cData, n),
+    checkBlas(gemm(handle(), opB, opA, n, rows, k, &one, bData, ldb, aData, lda,
+                   &zero, cData, n),
               name);
   } else if (batches.aFull && batches.bFull) {
-    checkBlas(strided(handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, bData,
-                      n, int64_t(k) * n, aData, k, int64_t(m) * k, &zero, cData,
+    checkBlas(strided(handle(), opB, opA, n, m, k, &one, bData, ldb,
+                      int64_t(k) * n, aData, lda, int64_t(m) * k, &zero, cData,
                       n, int64_t(m) * n, static_cast<int>(count)),
               name);
   } else {
     for (int64_t i = 0; i < count; ++i)
-      checkBlas(gemm(handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one,
-                     bData + batches.bMatrix[i] * k * n, n,
-                     aData + batches.aMatrix[i] * m * k, k, &zero,
+      checkBlas(gemm(handle(), opB, opA, n, m, k, &one,
+                     bData + batches.bMatrix[i] * k * n, ldb,
+                     aData + batches.aMatrix[i] * m * k, lda, &zero,
                      cData + i * m * n, n),
                 name);
   }
@@ -105,20 +111,23 @@ void matmul(Gemm gemm, StridedGemm strided, const char *name, int64_t aRank,
 
 extern "C" {
 
-void spmd_matmul_f32(int64_t a_rank, void *a_desc, int64_t b_rank, void *b_desc,
-                     int64_t c_rank, void *c_desc) {
-  matmul<float>(cublasSgemm, cublasSgemmStridedBatched, "cublasSgemm", a_rank,
-                a_desc, b_rank, b_desc, c_rank, c_desc);
+void spmd_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                     void *a_desc, int64_t b_rank, void *b_desc, int64_t c_rank,
+                     void *c_desc) {
+  matmul<float>(cublasSgemm, cublasSgemmStridedBatched, "cublasSgemm", trans_a,
+                trans_b, a_rank, a_desc, b_rank, b_desc, c_rank, c_desc);
 }
 
-void spmd_matmul_f64(int64_t a_rank, void *a_desc, int64_t b_rank, void *b_desc,
-                     int64_t c_rank, void *c_desc) {
-  matmul<double>(cublasDgemm, cublasDgemmStridedBatched, "cublasDgemm", a_rank,
-                 a_desc, b_rank, b_desc, c_rank, c_desc);
+void spmd_matmul_f64(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                     void *a_desc, int64_t b_rank, void *b_desc, int64_t c_rank,
+                     void *c_desc) {
+  matmul<double>(cublasDgemm, cublasDgemmStridedBatched, "cublasDgemm", trans_a,
+                 trans_b, a_rank, a_desc, b_rank, b_desc, c_rank, c_desc);
 }
 
-void spmd_matmul_bf16(int64_t a_rank, void *a_desc, int64_t b_rank,
-                      void *b_desc, int64_t c_rank, void *c_desc) {
+void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                      void *a_desc, int64_t b_rank, void *b_desc,
+                      int64_t c_rank, void *c_desc) {
   // bf16 in and out, f32 accumulation (--precision=bf16).
   auto gemm = [](cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                  int m, int n, int k, const float *alpha, const uint16_t *a,
@@ -134,13 +143,13 @@ void spmd_matmul_bf16(int64_t a_rank, void *a_desc, int64_t b_rank,
                     long long sa, const uint16_t *b, int ldb, long long sb,
                     const float *beta, uint16_t *c, int ldc, long long sc,
                     int count) {
-    return cublasGemmStridedBatchedEx(
-        h, ta, tb, m, n, k, alpha, a, CUDA_R_16BF, lda, sa, b, CUDA_R_16BF,
-        ldb, sb, beta, c, CUDA_R_16BF, ldc, sc, count, CUBLAS_COMPUTE_32F,
-        CUBLAS_GEMM_DEFAULT);
+    return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, a, CUDA_R_16BF,
+                                      lda, sa, b, CUDA_R_16BF, ldb, sb, beta, c,
+                                      CUDA_R_16BF, ldc, sc, count,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   };
-  matmul<uint16_t, float>(gemm, strided, "cublasGemmEx-bf16", a_rank, a_desc,
-                          b_rank, b_desc, c_rank, c_desc);
+  matmul<uint16_t, float>(gemm, strided, "cublasGemmEx-bf16", trans_a, trans_b,
+                          a_rank, a_desc, b_rank, b_desc, c_rank, c_desc);
 }
 
 } // extern "C"

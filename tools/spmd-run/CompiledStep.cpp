@@ -16,7 +16,6 @@
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -286,26 +285,27 @@ void CompiledStep::release(void *buffer) const {
     std::free(buffer);
 }
 
-CompiledStep::~CompiledStep() = default;
+CompiledStep::~CompiledStep() {
+  for (char *buffer : arguments)
+    release(buffer);
+}
 
 bool CompiledStep::run(const std::vector<interp::Tensor> &args,
                        std::vector<interp::Tensor> &results,
                        std::string &error) {
   // Arguments: buffers of their dtype (host memory, or CUDA managed
-  // memory), passed as descriptors, freed when the step is done.
-  std::vector<char *> buffers;
-  llvm::scope_exit freeArguments([&] {
-    for (char *buffer : buffers)
-      release(buffer);
-  });
+  // memory), passed as descriptors; allocated at the first step and kept,
+  // so later steps touch no fresh pages.
+  if (arguments.empty())
+    for (auto [arg, value] : llvm::zip(args, file.arguments))
+      arguments.push_back(static_cast<char *>(
+          allocate(arg.data.size() * bytesOf(elementOf(value.dtype)))));
+  const std::vector<char *> &buffers = arguments;
   std::vector<Descriptor> descriptors;
   descriptors.reserve(args.size());
-  for (auto [arg, value] : llvm::zip(args, file.arguments)) {
-    Element element = elementOf(value.dtype);
-    buffers.push_back(
-        static_cast<char *>(allocate(arg.data.size() * bytesOf(element))));
-    storeElements(element, arg.data, buffers.back());
-    descriptors.emplace_back(buffers.back(), value.shape);
+  for (auto [arg, value, buffer] : llvm::zip(args, file.arguments, buffers)) {
+    storeElements(elementOf(value.dtype), arg.data, buffer);
+    descriptors.emplace_back(buffer, value.shape);
   }
   std::vector<void *> packed;
   for (Descriptor &d : descriptors)

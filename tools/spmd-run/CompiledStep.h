@@ -56,6 +56,8 @@ private:
   void release(void *buffer) const;
 
   ModuleFile file;
+  /// The step's argument buffers, kept from step to step.
+  std::vector<char *> arguments;
   /// Declared before the engine, so the engine (whose static destructors
   /// unload kernel modules) goes first.
   std::unique_ptr<CudaRuntimeLibrary> cuda;

@@ -1,12 +1,15 @@
 /*===- Blas.h - matmuls of compiled code through BLAS (C ABI) ------*- C -*-===*\
 |*                                                                            *|
-|* --convert-tg-matmul-to-blas turns each f32/f64 tg.matmul into a call of    *|
-|* spmd_matmul_<dtype> on contiguous buffers passed as unranked memrefs      *|
-|* (rank, then a pointer to the descriptor {allocated, aligned, offset,      *|
-|* sizes[rank], strides[rank]}). c = a @ b with tg.matmul's semantics: a is   *|
-|* [..., m, k], b is [..., k, n], c is [..., m, n]; batch dims broadcast      *|
-|* NumPy style (a missing or size-1 dim repeats). One GEMM per batch index,   *|
-|* through the system's CBLAS (OpenBLAS), on one thread: a rank is one core.  *|
+|* --convert-tg-matmul-to-blas turns each f32/f64/bf16 tg.matmul into a    *|
+|* call of spmd_matmul_<dtype> on contiguous buffers passed as unranked     *|
+|* memrefs (rank, then a pointer to the descriptor {allocated, aligned,     *|
+|* offset, sizes[rank], strides[rank]}). c = op(a) @ op(b) with tg.matmul's *|
+|* semantics: op(a) is [..., m, k], op(b) [..., k, n], c [..., m, n]; batch *|
+|* dims broadcast NumPy style (a missing or size-1 dim repeats). trans_a   *|
+|* (trans_b) nonzero: a is stored [..., k, m] (b [..., n, k]) and read      *|
+|* transposed, which saves the copy a tg.transpose would make. GEMMs       *|
+|* through the system's CBLAS (OpenBLAS), on one thread: a rank is one     *|
+|* core.                                                                    *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -19,14 +22,17 @@
 extern "C" {
 #endif
 
-void spmd_matmul_f32(int64_t a_rank, void *a_desc, int64_t b_rank,
-                     void *b_desc, int64_t c_rank, void *c_desc);
-void spmd_matmul_f64(int64_t a_rank, void *a_desc, int64_t b_rank,
-                     void *b_desc, int64_t c_rank, void *c_desc);
+void spmd_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                     void *a_desc, int64_t b_rank, void *b_desc,
+                     int64_t c_rank, void *c_desc);
+void spmd_matmul_f64(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                     void *a_desc, int64_t b_rank, void *b_desc,
+                     int64_t c_rank, void *c_desc);
 /// bf16 operands and result (bit patterns in uint16), products accumulated
 /// in f32 (--precision=bf16).
-void spmd_matmul_bf16(int64_t a_rank, void *a_desc, int64_t b_rank,
-                      void *b_desc, int64_t c_rank, void *c_desc);
+void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                     void *a_desc, int64_t b_rank, void *b_desc,
+                     int64_t c_rank, void *c_desc);
 
 #ifdef __cplusplus
 } // extern "C"

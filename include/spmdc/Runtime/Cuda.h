@@ -61,12 +61,15 @@ void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t bytes);
 void _mlir_memref_to_llvm_free(void *buffer);
 
 /// Matmuls as cuBLAS GEMMs, with the broadcasting of Blas.h.
-void spmd_matmul_f32(int64_t a_rank, void *a_desc, int64_t b_rank,
-                     void *b_desc, int64_t c_rank, void *c_desc);
-void spmd_matmul_f64(int64_t a_rank, void *a_desc, int64_t b_rank,
-                     void *b_desc, int64_t c_rank, void *c_desc);
-void spmd_matmul_bf16(int64_t a_rank, void *a_desc, int64_t b_rank,
-                      void *b_desc, int64_t c_rank, void *c_desc);
+void spmd_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                     void *a_desc, int64_t b_rank, void *b_desc,
+                     int64_t c_rank, void *c_desc);
+void spmd_matmul_f64(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                     void *a_desc, int64_t b_rank, void *b_desc,
+                     int64_t c_rank, void *c_desc);
+void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
+                     void *a_desc, int64_t b_rank, void *b_desc,
+                     int64_t c_rank, void *c_desc);
 
 /// What MLIR's gpu-to-llvm lowering calls (the names of MLIR's CUDA
 /// runtime wrappers): kernel modules from PTX, launches, streams.

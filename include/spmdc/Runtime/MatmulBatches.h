@@ -18,6 +18,8 @@ namespace spmdc::rt {
 
 struct MatmulBatches {
   int64_t m = 0, n = 0, k = 0;
+  /// A is stored [..., k, m] (its matrices transposed), B [..., n, k].
+  bool transposeA = false, transposeB = false;
   /// Per batch index of the result (row-major): which matrix of A and of B
   /// it multiplies.
   std::vector<int64_t> aMatrix, bMatrix;
@@ -25,7 +27,8 @@ struct MatmulBatches {
   /// are consecutive.
   bool aFull = true, bFull = true;
   /// True when every batch index multiplies B's first matrix (a weight):
-  /// with aFull, the whole batch is one GEMM of count * m rows.
+  /// with aFull and A not transposed, the whole batch is one GEMM of
+  /// count * m rows.
   bool bShared = true;
   int64_t count() const { return static_cast<int64_t>(aMatrix.size()); }
 };
@@ -45,16 +48,20 @@ inline int64_t operandMatrix(const std::vector<int64_t> &shape,
   return offset;
 }
 
-/// The batches of C = A @ B; false when a buffer is not a contiguous stack
-/// of matrices (a compiler bug).
+/// The batches of C = op(A) @ op(B), op transposing the last two dims where
+/// `transposeA` / `transposeB` say; false when a buffer is not a contiguous
+/// stack of matrices (a compiler bug).
 inline bool matmulBatches(const MemRefView &a, const MemRefView &b,
-                          const MemRefView &c, MatmulBatches &out) {
+                          const MemRefView &c, bool transposeA, bool transposeB,
+                          MatmulBatches &out) {
   if (!a.contiguous || !b.contiguous || !c.contiguous || a.shape.size() < 2 ||
       b.shape.size() < 2 || c.shape.size() < 2)
     return false;
   out.m = c.shape[c.shape.size() - 2];
   out.n = c.shape[c.shape.size() - 1];
-  out.k = a.shape[a.shape.size() - 1];
+  out.k = a.shape[a.shape.size() - (transposeA ? 2 : 1)];
+  out.transposeA = transposeA;
+  out.transposeB = transposeB;
   std::vector<int64_t> batch(c.shape.begin(), c.shape.end() - 2);
   int64_t count = 1;
   for (int64_t size : batch)

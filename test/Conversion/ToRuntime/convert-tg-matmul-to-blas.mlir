@@ -10,7 +10,7 @@
 // CHECK: %[[BU:.*]] = memref.cast %[[B]] : memref<8x16xf32> to memref<*xf32>
 // CHECK: %[[C:.*]] = memref.alloc() : memref<2x4x16xf32>
 // CHECK: %[[CU:.*]] = memref.cast %[[C]] : memref<2x4x16xf32> to memref<*xf32>
-// CHECK: call @spmd_matmul_f32(%[[AU]], %[[BU]], %[[CU]]) : (memref<*xf32>, memref<*xf32>, memref<*xf32>) -> ()
+// CHECK: call @spmd_matmul_f32(%[[NO:.*]], %[[NO2:.*]], %[[AU]], %[[BU]], %[[CU]]) : (i32, i32, memref<*xf32>, memref<*xf32>, memref<*xf32>) -> ()
 // CHECK: bufferization.to_tensor %[[C]] restrict writable : memref<2x4x16xf32> to tensor<2x4x16xf32>
 // CHECK: call @spmd_matmul_f64(
 // An f16 matmul keeps the linalg lowering.
@@ -18,10 +18,21 @@
 
 // bf16 (--precision=bf16) has a GEMM too.
 // CHECK-LABEL: func.func @bf16
-// CHECK: call @spmd_matmul_bf16(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>) -> ()
-// CHECK-DAG: func.func private @spmd_matmul_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>)
-// CHECK-DAG: func.func private @spmd_matmul_f64(memref<*xf64>, memref<*xf64>, memref<*xf64>)
-// CHECK-DAG: func.func private @spmd_matmul_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>)
+// CHECK: call @spmd_matmul_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i32, i32, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>) -> ()
+
+// A transpose of the last two dims that feeds a GEMM is read in place
+// (flag 1) and disappears; other permutations stay copies.
+// CHECK-LABEL: func.func @transposed
+// CHECK-NOT:     tg.transpose %arg1
+// CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK:         %[[W:.*]] = bufferization.to_buffer %arg1 read_only : tensor<16x8xf32> to memref<16x8xf32>
+// CHECK:         call @spmd_matmul_f32(%[[ZERO]], %[[ONE]],
+// CHECK:         tg.transpose %arg2 perm [1, 0, 2]
+// CHECK:         call @spmd_matmul_f32(%{{.*}}, %{{.*}},
+// CHECK-DAG: func.func private @spmd_matmul_f32(i32, i32, memref<*xf32>, memref<*xf32>, memref<*xf32>)
+// CHECK-DAG: func.func private @spmd_matmul_f64(i32, i32, memref<*xf64>, memref<*xf64>, memref<*xf64>)
+// CHECK-DAG: func.func private @spmd_matmul_bf16(i32, i32, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>)
 func.func @matmuls(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>, %x: tensor<3x5xf64>, %y: tensor<5x2xf64>, %i: tensor<2x3xf16>, %j: tensor<3x2xf16>) -> (tensor<2x4x16xf32>, tensor<3x2xf64>, tensor<2x2xf16>) {
   %c = tg.matmul %a, %b : tensor<2x4x8xf32>, tensor<8x16xf32>
   %z = tg.matmul %x, %y : tensor<3x5xf64>, tensor<5x2xf64>
@@ -32,4 +43,12 @@ func.func @matmuls(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>, %x: tensor<3x5xf
 func.func @bf16(%a: tensor<4x8xbf16>, %b: tensor<8x2xbf16>) -> tensor<4x2xbf16> {
   %c = tg.matmul %a, %b : tensor<4x8xbf16>, tensor<8x2xbf16>
   return %c : tensor<4x2xbf16>
+}
+
+func.func @transposed(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %y: tensor<2x4x8xf32>, %v: tensor<8x3xf32>) -> (tensor<4x16xf32>, tensor<4x2x3xf32>) {
+  %wt = tg.transpose %w perm [1, 0] : tensor<16x8xf32>
+  %c = tg.matmul %x, %wt : tensor<4x8xf32>, tensor<8x16xf32>
+  %yt = tg.transpose %y perm [1, 0, 2] : tensor<2x4x8xf32>
+  %d = tg.matmul %yt, %v : tensor<4x2x8xf32>, tensor<8x3xf32>
+  return %c, %d : tensor<4x16xf32>, tensor<4x2x3xf32>
 }
