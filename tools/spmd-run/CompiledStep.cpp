@@ -155,9 +155,10 @@ void loadContiguous(Element e, const char *from, std::vector<double> &out) {
 struct Descriptor {
   std::vector<int64_t> fields;
 
-  Descriptor(void *data, const std::vector<int64_t> &shape) {
-    fields.push_back(reinterpret_cast<int64_t>(data));
-    fields.push_back(reinterpret_cast<int64_t>(data));
+  Descriptor(void *allocated, void *aligned,
+             const std::vector<int64_t> &shape) {
+    fields.push_back(reinterpret_cast<int64_t>(allocated));
+    fields.push_back(reinterpret_cast<int64_t>(aligned));
     fields.push_back(0);
     fields.insert(fields.end(), shape.begin(), shape.end());
     std::vector<int64_t> strides(shape.size(), 1);
@@ -286,26 +287,50 @@ void CompiledStep::release(void *buffer) const {
 }
 
 CompiledStep::~CompiledStep() {
-  for (char *buffer : arguments)
-    release(buffer);
+  for (const Buffer &buffer : arguments)
+    release(buffer.allocated);
+}
+
+void CompiledStep::keepResident(
+    const std::vector<std::pair<size_t, size_t>> &resultToArgument) {
+  residentFrom.assign(file.results.size(), std::nullopt);
+  resident.assign(file.arguments.size(), false);
+  for (auto [r, a] : resultToArgument) {
+    residentFrom[r] = a;
+    resident[a] = true;
+  }
+}
+
+interp::Tensor CompiledStep::argument(size_t index) const {
+  const ModuleValue &value = file.arguments[index];
+  interp::Tensor t(value.shape);
+  loadContiguous(elementOf(value.dtype), arguments[index].aligned, t.data);
+  return t;
 }
 
 bool CompiledStep::run(const std::vector<interp::Tensor> &args,
                        std::vector<interp::Tensor> &results,
                        std::string &error) {
   // Arguments: buffers of their dtype (host memory, or CUDA managed
-  // memory), passed as descriptors; allocated at the first step and kept,
-  // so later steps touch no fresh pages.
-  if (arguments.empty())
-    for (auto [arg, value] : llvm::zip(args, file.arguments))
-      arguments.push_back(static_cast<char *>(
-          allocate(arg.data.size() * bytesOf(elementOf(value.dtype)))));
-  const std::vector<char *> &buffers = arguments;
+  // memory), passed as descriptors and kept from step to step. Resident
+  // ones are written from `args` once; afterwards they are the buffers the
+  // previous step returned.
+  bool first = arguments.empty();
+  if (first)
+    for (auto [arg, value] : llvm::zip(args, file.arguments)) {
+      auto *buffer = static_cast<char *>(
+          allocate(arg.data.size() * bytesOf(elementOf(value.dtype))));
+      arguments.push_back({buffer, buffer});
+    }
   std::vector<Descriptor> descriptors;
   descriptors.reserve(args.size());
-  for (auto [arg, value, buffer] : llvm::zip(args, file.arguments, buffers)) {
-    storeElements(elementOf(value.dtype), arg.data, buffer);
-    descriptors.emplace_back(buffer, value.shape);
+  for (size_t a = 0; a < args.size(); ++a) {
+    const ModuleValue &value = file.arguments[a];
+    if (first || a >= resident.size() || !resident[a])
+      storeElements(elementOf(value.dtype), args[a].data,
+                    arguments[a].aligned);
+    descriptors.emplace_back(arguments[a].allocated, arguments[a].aligned,
+                             value.shape);
   }
   std::vector<void *> packed;
   for (Descriptor &d : descriptors)
@@ -324,22 +349,47 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
   }
 
   results.clear();
+  const std::vector<Buffer> before = arguments;
+  auto isArgument = [](const std::vector<Buffer> &buffers, char *allocated) {
+    return llvm::any_of(buffers, [&](const Buffer &buffer) {
+      return buffer.allocated == allocated;
+    });
+  };
+  // A constant result's "allocated" pointer is the lowering's marker for a
+  // global, not a heap block.
+  auto *global = reinterpret_cast<char *>(0xdeadbeef);
+  std::vector<char *> adopted, freed;
   size_t at = 0;
-  std::vector<void *> freed;
-  for (const ModuleValue &r : file.results) {
+  for (auto [index, r] : llvm::enumerate(file.results)) {
     auto *allocated = reinterpret_cast<char *>(resultStorage[at]);
     auto *aligned = reinterpret_cast<char *>(resultStorage[at + 1]);
     int64_t offset = resultStorage[at + 2];
     size_t rank = r.shape.size();
     std::vector<int64_t> strides(resultStorage.begin() + at + 3 + rank,
                                  resultStorage.begin() + at + 3 + 2 * rank);
-    interp::Tensor t(r.shape);
+    at += 3 + 2 * rank;
     Element type = elementOf(r.dtype);
     size_t bytes = bytesOf(type);
     bool contiguous = true;
     for (int64_t d = static_cast<int64_t>(rank) - 1, expected = 1; d >= 0;
          expected *= r.shape[d], --d)
       contiguous &= r.shape[d] == 1 || strides[d] == expected;
+
+    // A resident result becomes its argument's buffer for the next step,
+    // unconverted (its tensor comes back empty; argument() reads it).
+    std::optional<size_t> feeds =
+        index < residentFrom.size() ? residentFrom[index] : std::nullopt;
+    if (feeds && contiguous && allocated && allocated != global &&
+        !llvm::is_contained(adopted, allocated)) {
+      arguments[*feeds] = {allocated, aligned + offset * bytes};
+      adopted.push_back(allocated);
+      interp::Tensor placeholder;
+      placeholder.shape = r.shape;
+      results.push_back(std::move(placeholder));
+      continue;
+    }
+
+    interp::Tensor t(r.shape);
     if (contiguous) {
       loadContiguous(type, aligned + offset * bytes, t.data);
     } else {
@@ -356,23 +406,29 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
         }
       }
     }
+    if (feeds) {
+      // Shared with another result or strided: copy it in instead.
+      storeElements(type, t.data, arguments[*feeds].aligned);
+      interp::Tensor placeholder;
+      placeholder.shape = r.shape;
+      t = std::move(placeholder);
+    }
     results.push_back(std::move(t));
     // Buffers the step allocated are ours to free, once; a result that is
     // an argument's buffer stays with its owner.
-    bool ownedByUs = false;
-    for (char *buffer : buffers)
-      ownedByUs |= allocated == buffer;
-    // A constant result's "allocated" pointer is the lowering's marker for
-    // a global, not a heap block.
-    bool global = allocated == reinterpret_cast<char *>(0xdeadbeef);
-    if (!ownedByUs && !global && allocated &&
-        std::find(freed.begin(), freed.end(), allocated) == freed.end()) {
+    if (allocated && allocated != global && !isArgument(before, allocated) &&
+        !llvm::is_contained(freed, allocated))
       freed.push_back(allocated);
-    }
-    at += 3 + 2 * rank;
   }
-  for (void *p : freed)
-    release(p);
+  // Argument buffers replaced by adopted results are done with, unless a
+  // result still uses them.
+  for (const Buffer &old : before)
+    if (!isArgument(arguments, old.allocated) &&
+        !llvm::is_contained(freed, old.allocated))
+      freed.push_back(old.allocated);
+  for (char *p : freed)
+    if (!llvm::is_contained(adopted, p) && !isArgument(arguments, p))
+      release(p);
   return true;
 }
 

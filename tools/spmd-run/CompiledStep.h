@@ -17,6 +17,8 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include <memory>
+#include <optional>
+#include <utility>
 
 namespace mlir {
 class ExecutionEngine;
@@ -43,6 +45,17 @@ public:
                                             std::string &error);
   ~CompiledStep();
 
+  /// Results that are the next step's arguments (result index, argument
+  /// index: parameters, optimizer state) stay in the step's own buffers:
+  /// after the first step they are neither converted nor written from
+  /// `args` again, and their tensors in `results` come back empty; read
+  /// them with argument().
+  void keepResident(
+      const std::vector<std::pair<size_t, size_t>> &resultToArgument);
+
+  /// The current value of argument `index` (after the last step).
+  interp::Tensor argument(size_t index) const;
+
   /// Runs one step; false with `error` set on failure.
   bool run(const std::vector<interp::Tensor> &args,
            std::vector<interp::Tensor> &results, std::string &error);
@@ -57,7 +70,13 @@ private:
 
   ModuleFile file;
   /// The step's argument buffers, kept from step to step.
-  std::vector<char *> arguments;
+  struct Buffer {
+    char *allocated = nullptr; // what to free
+    char *aligned = nullptr;   // where the data starts
+  };
+  std::vector<Buffer> arguments;
+  std::vector<bool> resident;
+  std::vector<std::optional<size_t>> residentFrom;
   /// Declared before the engine, so the engine (whose static destructors
   /// unload kernel modules) goes first.
   std::unique_ptr<CudaRuntimeLibrary> cuda;

@@ -691,6 +691,7 @@ int main(int argc, char **argv) {
     if (!compiled)
       return fail(options.input + ": " + errorMessage);
     spdlog::info("running on {}", compiled->device());
+    compiled->keepResident(feedback);
   }
 
   // Value `index` of every rank, from the values of the local ranks.
@@ -761,9 +762,13 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
     for (size_t k = 0; k < localRanks.size(); ++k)
       for (auto [r, a] : feedback)
-        args[k][a] = (*results)[k][r];
+        // A compiled step keeps them in its buffers; release the copies.
+        args[k][a] = compiled ? Tensor() : (*results)[k][r];
     lastOutputs = std::move(*results);
   }
+  if (compiled && options.steps > 0)
+    for (auto [r, a] : feedback)
+      args[0][a] = compiled->argument(a);
 
   // Files keep each tensor's dtype, except that --f64 values keep their
   // digits; each holds the logical tensor, assembled from the ranks' blocks.
