@@ -71,7 +71,7 @@ static constexpr const char *kHostToLLVM =
     "bufferization-lower-deallocations,cse,canonicalize,"
     "convert-bufferization-to-memref,lower-affine,convert-vector-to-scf,"
     "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-    "finalize-memref-to-llvm,convert-vector-to-llvm,convert-math-to-llvm,"
+    "finalize-memref-to-llvm,func.func(convert-vector-to-llvm),convert-math-to-llvm,"
     "convert-to-llvm,reconcile-unrealized-casts,split-long-blocks";
 
 LogicalResult buildLoweringPipeline(OpPassManager &pm,

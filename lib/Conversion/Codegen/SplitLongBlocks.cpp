@@ -28,20 +28,22 @@ struct SplitLongBlocksPass
       return signalPassFailure();
     }
     getOperation().walk([&](LLVM::LLVMFuncOp function) {
-      SmallVector<Block *> work;
+      SmallVector<Block *> blocks;
       for (Block &block : function.getBody())
-        work.push_back(&block);
-      while (!work.empty()) {
-        Block *block = work.pop_back_val();
-        if (static_cast<int64_t>(block->getOperations().size()) <= ops)
-          continue;
-        // Cut before the op at position `ops - 1`, so the branch makes
-        // this block `ops` long; the rest is cut in turn.
-        Operation *cut = &*std::next(block->begin(), ops - 1);
-        Block *rest = block->splitBlock(cut);
-        OpBuilder b = OpBuilder::atBlockEnd(block);
-        LLVM::BrOp::create(b, cut->getLoc(), ValueRange(), rest);
-        work.push_back(rest);
+        blocks.push_back(&block);
+      for (Block *block : blocks) {
+        // Cut points every `ops - 1` operations, cut from the last one
+        // back, so each split moves one short tail (linear in all).
+        SmallVector<Operation *> cuts;
+        int64_t position = 0;
+        for (Operation &op : *block)
+          if (++position % (ops - 1) == 0 && &op != &block->back())
+            cuts.push_back(op.getNextNode());
+        for (Operation *cut : llvm::reverse(cuts)) {
+          Block *rest = block->splitBlock(cut);
+          OpBuilder b = OpBuilder::atBlockEnd(block);
+          LLVM::BrOp::create(b, cut->getLoc(), ValueRange(), rest);
+        }
       }
     });
   }
