@@ -22,6 +22,8 @@
 #ifndef SPMDC_RUNTIME_CUDA_H
 #define SPMDC_RUNTIME_CUDA_H
 
+#include "spmdc/Runtime/Blas.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,16 +62,8 @@ void *_mlir_memref_to_llvm_alloc(uint64_t bytes);
 void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t bytes);
 void _mlir_memref_to_llvm_free(void *buffer);
 
-/// Matmuls as cuBLAS GEMMs, with the broadcasting of Blas.h.
-void spmd_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t a_rank,
-                     void *a_desc, int64_t b_rank, void *b_desc,
-                     int64_t c_rank, void *c_desc);
-void spmd_matmul_f64(int32_t trans_a, int32_t trans_b, int64_t a_rank,
-                     void *a_desc, int64_t b_rank, void *b_desc,
-                     int64_t c_rank, void *c_desc);
-void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
-                     void *a_desc, int64_t b_rank, void *b_desc,
-                     int64_t c_rank, void *c_desc);
+/// Matmuls as cuBLAS GEMMs: the spmd_matmul_<dtype> functions of Blas.h,
+/// with the same arguments and meaning, on device buffers.
 
 /// What MLIR's gpu-to-llvm lowering calls (the names of MLIR's CUDA
 /// runtime wrappers): kernel modules from PTX, launches, streams.
