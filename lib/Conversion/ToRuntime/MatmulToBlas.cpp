@@ -24,26 +24,79 @@ using namespace spmdc;
 
 namespace {
 
-/// `value` without a transpose of its last two dims (and nothing else), and
-/// whether there was one: a GEMM reads the operand transposed for free.
-std::pair<Value, bool> withoutLastTwoTransposed(Value value) {
-  auto transpose = value.getDefiningOp<tg::TransposeOp>();
-  if (!transpose)
-    return {value, false};
+/// True for a transpose that swaps the last two dims and nothing else.
+bool swapsLastTwo(tg::TransposeOp transpose) {
   ArrayRef<int64_t> perm = transpose.getPermutation();
   int64_t rank = static_cast<int64_t>(perm.size());
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
   for (int64_t d = 0; d < rank - 2; ++d)
     if (perm[d] != d)
-      return {value, false};
-  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
-    return {value, false};
-  return {transpose.getInput(), true};
+      return false;
+  return true;
+}
+
+/// `value` without the transposes of its last two dims on top, and whether
+/// an odd number of them was peeled: a GEMM reads an operand transposed for
+/// free, and a transpose of a transpose is no transpose.
+std::pair<Value, bool> peelTransposes(Value value) {
+  bool transposed = false;
+  while (auto transpose = value.getDefiningOp<tg::TransposeOp>()) {
+    if (!swapsLastTwo(transpose))
+      break;
+    value = transpose.getInput();
+    transposed = !transposed;
+  }
+  return {value, transposed};
+}
+
+/// (A B)^T = B^T A^T: a transposed product is computed as the product of
+/// transposed operands, which the GEMM then reads in place.
+void transposeProducts(ModuleOp module) {
+  SmallVector<tg::TransposeOp> transposes;
+  module.walk([&](tg::TransposeOp op) {
+    auto matmul = op.getInput().getDefiningOp<tg::MatmulOp>();
+    if (swapsLastTwo(op) && matmul && matmul->hasOneUse())
+      transposes.push_back(op);
+  });
+  OpBuilder b(module.getContext());
+  for (tg::TransposeOp op : transposes) {
+    auto matmul = op.getInput().getDefiningOp<tg::MatmulOp>();
+    b.setInsertionPoint(op);
+    auto swapLastTwo = [&](Value x) -> Value {
+      int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+      auto perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+      std::swap(perm[rank - 2], perm[rank - 1]);
+      return tg::TransposeOp::create(b, op.getLoc(), x, perm);
+    };
+    Value product =
+        tg::MatmulOp::create(b, op.getLoc(), swapLastTwo(matmul.getRhs()),
+                             swapLastTwo(matmul.getLhs()));
+    op.getResult().replaceAllUsesWith(product);
+    op.erase();
+    matmul.erase();
+  }
+}
+
+/// Erases `op` and the transposes feeding it that nothing else uses.
+void eraseDeadTransposes(Operation *op) {
+  SmallVector<Operation *> work{op};
+  while (!work.empty()) {
+    Operation *dead = work.pop_back_val();
+    if (!isa<tg::TransposeOp>(dead) || !dead->use_empty())
+      continue;
+    Value input = dead->getOperand(0);
+    dead->erase();
+    if (Operation *def = input.getDefiningOp())
+      work.push_back(def);
+  }
 }
 
 struct ConvertTgMatmulToBlasPass
     : spmdc::impl::ConvertTgMatmulToBlasBase<ConvertTgMatmulToBlasPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    transposeProducts(module);
     SmallVector<tg::MatmulOp> matmuls;
     module.walk([&](tg::MatmulOp op) { matmuls.push_back(op); });
     OpBuilder b(module.getContext());
@@ -60,26 +113,24 @@ struct ConvertTgMatmulToBlasPass
           module, name, {b.getI32Type(), b.getI32Type()}, element,
           /*numBuffers=*/3);
       b.setInsertionPoint(op);
-      auto [lhs, transposeLhs] = withoutLastTwoTransposed(op.getLhs());
-      auto [rhs, transposeRhs] = withoutLastTwoTransposed(op.getRhs());
+      auto [lhs, transposeLhs] = peelTransposes(op.getLhs());
+      auto [rhs, transposeRhs] = peelTransposes(op.getRhs());
       auto flag = [&](bool set) -> Value {
         return arith::ConstantIntOp::create(b, op.getLoc(), set ? 1 : 0, 32);
       };
-      Value result = emitRuntimeCall(b, op.getLoc(), callee,
-                                     {flag(transposeLhs), flag(transposeRhs)},
-                                     {lhs, rhs}, type);
-      Operation *lhsTranspose = op.getLhs().getDefiningOp();
-      Operation *rhsTranspose = op.getRhs().getDefiningOp();
+      Value result =
+          emitRuntimeCall(b, op.getLoc(), callee,
+                          {flag(transposeLhs), flag(transposeRhs)},
+                          {lhs, rhs}, type);
+      Operation *lhsDef = op.getLhs().getDefiningOp();
+      Operation *rhsDef = op.getRhs().getDefiningOp();
       op.getResult().replaceAllUsesWith(result);
       op.erase();
       // Transposes only the GEMMs read are no longer needed.
-      llvm::SmallPtrSet<Operation *, 2> transposes;
-      for (Operation *transpose : {lhsTranspose, rhsTranspose})
-        if (transpose && isa<tg::TransposeOp>(transpose))
-          transposes.insert(transpose);
-      for (Operation *transpose : transposes)
-        if (transpose->use_empty())
-          transpose->erase();
+      if (lhsDef)
+        eraseDeadTransposes(lhsDef);
+      if (rhsDef && rhsDef != lhsDef)
+        eraseDeadTransposes(rhsDef);
     }
   }
 };

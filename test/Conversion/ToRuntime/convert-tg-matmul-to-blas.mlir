@@ -30,6 +30,18 @@
 // CHECK:         call @spmd_matmul_f32(%[[ZERO]], %[[ONE]],
 // CHECK:         tg.transpose %arg2 perm [1, 0, 2]
 // CHECK:         call @spmd_matmul_f32(%{{.*}}, %{{.*}},
+
+// A transpose of a transpose is no transpose; a transposed product is the
+// product of the transposed operands, (A B)^T = B^T A^T, read in place.
+// CHECK-LABEL: func.func @tied_embedding
+// CHECK-NOT:     tg.transpose
+// CHECK:         %[[N1:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:    %[[N2:.*]] = arith.constant 0 : i32
+// CHECK:         call @spmd_matmul_f32(%[[N1]], %[[N2]],
+// CHECK:         %[[T:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:    %[[N3:.*]] = arith.constant 0 : i32
+// CHECK:         call @spmd_matmul_f32(%[[T]], %[[N3]],
+// CHECK-NOT:     tg.transpose
 // CHECK-DAG: func.func private @spmd_matmul_f32(i32, i32, memref<*xf32>, memref<*xf32>, memref<*xf32>)
 // CHECK-DAG: func.func private @spmd_matmul_f64(i32, i32, memref<*xf64>, memref<*xf64>, memref<*xf64>)
 // CHECK-DAG: func.func private @spmd_matmul_bf16(i32, i32, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>)
@@ -51,4 +63,16 @@ func.func @transposed(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %y: tensor<2x4x
   %yt = tg.transpose %y perm [1, 0, 2] : tensor<2x4x8xf32>
   %d = tg.matmul %yt, %v : tensor<4x2x8xf32>, tensor<8x3xf32>
   return %c, %d : tensor<4x16xf32>, tensor<4x2x3xf32>
+}
+
+func.func @tied_embedding(%g: tensor<4x16xf32>, %w: tensor<16x8xf32>, %h: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<16x8xf32>) {
+  // dh = g @ (w^T)^T
+  %wt = tg.transpose %w perm [1, 0] : tensor<16x8xf32>
+  %wtt = tg.transpose %wt perm [1, 0] : tensor<8x16xf32>
+  %dh = tg.matmul %g, %wtt : tensor<4x16xf32>, tensor<16x8xf32>
+  // dw = (h^T g)^T = g^T h
+  %ht = tg.transpose %h perm [1, 0] : tensor<4x8xf32>
+  %dwt = tg.matmul %ht, %g : tensor<8x4xf32>, tensor<4x16xf32>
+  %dw = tg.transpose %dwt perm [1, 0] : tensor<8x16xf32>
+  return %dh, %dw : tensor<4x8xf32>, tensor<16x8xf32>
 }
