@@ -11,6 +11,7 @@
 
 #include "spmdc/Conversion/Passes.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -50,18 +51,38 @@ std::pair<Value, bool> peelTransposes(Value value) {
   return {value, transposed};
 }
 
+/// True for a reshape that only drops leading dims of size 1.
+bool dropsLeadingUnitDims(tg::ReshapeOp reshape) {
+  ArrayRef<int64_t> from =
+      cast<RankedTensorType>(reshape.getInput().getType()).getShape();
+  ArrayRef<int64_t> to = reshape.getType().getShape();
+  if (from.size() < to.size() || from.take_back(to.size()) != to)
+    return false;
+  return llvm::all_of(from.drop_back(to.size()),
+                      [](int64_t size) { return size == 1; });
+}
+
 /// (A B)^T = B^T A^T: a transposed product is computed as the product of
-/// transposed operands, which the GEMM then reads in place.
+/// transposed operands, which the GEMM then reads in place. A reshape that
+/// only drops leading unit dims may sit between them (a weight's gradient
+/// summed over a batch of one).
 void transposeProducts(ModuleOp module) {
   SmallVector<tg::TransposeOp> transposes;
   module.walk([&](tg::TransposeOp op) {
-    auto matmul = op.getInput().getDefiningOp<tg::MatmulOp>();
-    if (swapsLastTwo(op) && matmul && matmul->hasOneUse())
+    if (swapsLastTwo(op))
       transposes.push_back(op);
   });
   OpBuilder b(module.getContext());
   for (tg::TransposeOp op : transposes) {
-    auto matmul = op.getInput().getDefiningOp<tg::MatmulOp>();
+    Value source = op.getInput();
+    auto drop = source.getDefiningOp<tg::ReshapeOp>();
+    if (drop && dropsLeadingUnitDims(drop) && drop->hasOneUse())
+      source = drop.getInput();
+    else
+      drop = nullptr;
+    auto matmul = source.getDefiningOp<tg::MatmulOp>();
+    if (!matmul || !matmul->hasOneUse())
+      continue;
     b.setInsertionPoint(op);
     auto swapLastTwo = [&](Value x) -> Value {
       int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
@@ -72,8 +93,12 @@ void transposeProducts(ModuleOp module) {
     Value product =
         tg::MatmulOp::create(b, op.getLoc(), swapLastTwo(matmul.getRhs()),
                              swapLastTwo(matmul.getLhs()));
+    if (drop)
+      product = tg::reshapeTo(b, op.getLoc(), product, op.getType());
     op.getResult().replaceAllUsesWith(product);
     op.erase();
+    if (drop)
+      drop.erase();
     matmul.erase();
   }
 }

@@ -42,6 +42,15 @@
 // CHECK-NEXT:    %[[N3:.*]] = arith.constant 0 : i32
 // CHECK:         call @spmd_matmul_f32(%[[T]], %[[N3]],
 // CHECK-NOT:     tg.transpose
+
+// The same through a reshape that drops a batch of one.
+// CHECK-LABEL: func.func @batch_of_one
+// CHECK-NOT:     tg.transpose
+// CHECK:         %[[T1:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:    %[[T2:.*]] = arith.constant 1 : i32
+// CHECK:         call @spmd_matmul_f32(%[[T1]], %[[T2]],
+// CHECK:         tg.reshape %{{.*}} : tensor<1x16x8xf32> to tensor<16x8xf32>
+// CHECK-NOT:     tg.transpose
 // CHECK-DAG: func.func private @spmd_matmul_f32(i32, i32, memref<*xf32>, memref<*xf32>, memref<*xf32>)
 // CHECK-DAG: func.func private @spmd_matmul_f64(i32, i32, memref<*xf64>, memref<*xf64>, memref<*xf64>)
 // CHECK-DAG: func.func private @spmd_matmul_bf16(i32, i32, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>)
@@ -75,4 +84,11 @@ func.func @tied_embedding(%g: tensor<4x16xf32>, %w: tensor<16x8xf32>, %h: tensor
   %dwt = tg.matmul %ht, %g : tensor<8x4xf32>, tensor<4x16xf32>
   %dw = tg.transpose %dwt perm [1, 0] : tensor<8x16xf32>
   return %dh, %dw : tensor<4x8xf32>, tensor<16x8xf32>
+}
+
+func.func @batch_of_one(%a: tensor<1x8x4xf32>, %g: tensor<1x4x16xf32>) -> tensor<16x8xf32> {
+  %p = tg.matmul %a, %g : tensor<1x8x4xf32>, tensor<1x4x16xf32>
+  %r = tg.reshape %p : tensor<1x8x16xf32> to tensor<8x16xf32>
+  %t = tg.transpose %r perm [1, 0] : tensor<8x16xf32>
+  return %t : tensor<16x8xf32>
 }

@@ -36,9 +36,12 @@ Value sumToShape(OpBuilder &b, Location loc, Value grad,
     return grad;
   int64_t leading = type.getRank() - target.getRank();
   SmallVector<int64_t> dims;
+  // Summing a dim of size 1 only drops it: the reshape below does that
+  // without a copy.
   for (int64_t i = 0; i < type.getRank(); ++i)
-    if (i < leading ||
-        (target.getDimSize(i - leading) == 1 && type.getDimSize(i) != 1))
+    if ((i < leading && type.getDimSize(i) != 1) ||
+        (i >= leading && target.getDimSize(i - leading) == 1 &&
+         type.getDimSize(i) != 1))
       dims.push_back(i);
   Value summed = grad;
   if (!dims.empty())
