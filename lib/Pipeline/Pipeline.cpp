@@ -46,9 +46,10 @@ llvm::StringRef stageName(Stage stage) {
 
 // The lowering's pieces, shared by the targets.
 
-/// Collectives and f32/f64 matmuls become runtime calls on buffers (MPI or
-/// NCCL, BLAS or cuBLAS); then linalg on tensors, elementwise fusion and
-/// one-shot bufferization across the step's functions.
+/// Collectives and f32/f64/bf16 matmuls become runtime calls on buffers
+/// (MPI or NCCL, BLAS or cuBLAS; GEMMs read transposed operands in place);
+/// then linalg on tensors, elementwise fusion and one-shot bufferization
+/// across the step's functions, with identity layouts at their boundaries.
 static constexpr const char *kToBuffers =
     "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
     "convert-tg-to-linalg,fuse-elementwise,"
@@ -64,14 +65,16 @@ static constexpr const char *kToKernelLoops =
     "ownership-based-buffer-deallocation,canonicalize,"
     "convert-linalg-to-parallel-loops,canonicalize,form-gpu-kernels,";
 
-/// Host code to the LLVM dialect, each buffer freed after its last use
-/// (without that a step leaks its intermediates).
+/// Host code to the LLVM dialect: f32 math as inline polynomials, each
+/// buffer freed after its last use (without that a step leaks its
+/// intermediates), and basic blocks cut short for the JIT.
 static constexpr const char *kHostToLLVM =
     "approximate-math,"
     "bufferization-lower-deallocations,cse,canonicalize,"
     "convert-bufferization-to-memref,lower-affine,convert-vector-to-scf,"
     "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-    "finalize-memref-to-llvm,func.func(convert-vector-to-llvm),convert-math-to-llvm,"
+    "finalize-memref-to-llvm,func.func(convert-vector-to-llvm),"
+    "convert-math-to-llvm,"
     "convert-to-llvm,reconcile-unrealized-casts,split-long-blocks";
 
 LogicalResult buildLoweringPipeline(OpPassManager &pm,
@@ -111,12 +114,13 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm,
     pipeline += kToKernelLoops;
     pipeline += kHostToLLVM;
   } else {
-    // Loops in 8-wide SIMD where the innermost loop allows it (MLIR's
-    // affine super-vectorizer), so even unoptimised JIT code is vector
-    // code.
+    // Loops in 8-wide SIMD where the innermost loop reads and writes
+    // contiguously (MLIR's affine super-vectorizer; its strided transfers
+    // mis-lowered here), then one function per loop nest.
     pipeline += "ownership-based-buffer-deallocation,canonicalize,"
                 "convert-linalg-to-affine-loops,"
-                "func.func(affine-super-vectorize{virtual-vector-size=8 test-fastest-varying=0}),"
+                "func.func(affine-super-vectorize{virtual-vector-size=8 "
+                "test-fastest-varying=0}),"
                 "canonicalize,outline-loop-nests,";
     pipeline += kHostToLLVM;
   }
