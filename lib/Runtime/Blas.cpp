@@ -1,6 +1,7 @@
 //===- Blas.cpp - matmuls of compiled code through CBLAS ------------------===//
 
 #include "spmdc/Runtime/Blas.h"
+#include "spmdc/Runtime/BFloat16.h"
 #include "spmdc/Runtime/MatmulBatches.h"
 
 #include <cstdint>
@@ -79,23 +80,6 @@ void matmul(Gemm gemm, int32_t transA, int32_t transB, int64_t aRank,
                  reinterpret_cast<T *>(o.c.data));
 }
 
-float fromBF16(uint16_t h) {
-  uint32_t bits = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-/// Round to nearest even, as the GPU's conversion does.
-uint16_t toBF16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000)
-    return 0x7fc0; // NaN
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
 std::vector<float> widened(const spmdc::rt::MemRefView &view) {
   int64_t count = 1;
   for (int64_t size : view.shape)
@@ -103,7 +87,7 @@ std::vector<float> widened(const spmdc::rt::MemRefView &view) {
   std::vector<float> out(count);
   auto *data = reinterpret_cast<const uint16_t *>(view.data);
   for (int64_t i = 0; i < count; ++i)
-    out[i] = fromBF16(data[i]);
+    out[i] = spmdc::rt::fromBF16(data[i]);
   return out;
 }
 
@@ -137,7 +121,7 @@ void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
   gemmBatches<float>(cblas_sgemm, o.batches, a.data(), b.data(), c.data());
   auto *out = reinterpret_cast<uint16_t *>(o.c.data);
   for (size_t i = 0; i < c.size(); ++i)
-    out[i] = toBF16(c[i]);
+    out[i] = spmdc::rt::toBF16(c[i]);
 }
 
 } // extern "C"

@@ -2,7 +2,9 @@
 
 #include "CompiledStep.h"
 
+#include "spmdc/Runtime/BFloat16.h"
 #include "spmdc/Runtime/Blas.h"
+#include "spmdc/Runtime/SafeTensors.h"
 #ifdef SPMDC_HAVE_MPI
 #include "spmdc/Runtime/Collectives.h"
 #endif
@@ -14,8 +16,8 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -29,99 +31,64 @@ namespace spmdc {
 
 namespace {
 
-/// A module value's element type, resolved once (converting millions of
-/// elements per step must not compare dtype strings).
-enum class Element { F32, F64, I64, I32, BF16, I1 };
+using rt::DType;
 
-Element elementOf(const std::string &dtype) {
-  if (dtype == "f32")
-    return Element::F32;
-  if (dtype == "f64")
-    return Element::F64;
-  if (dtype == "i64")
-    return Element::I64;
-  if (dtype == "i32")
-    return Element::I32;
-  if (dtype == "bf16")
-    return Element::BF16;
-  return Element::I1;
+/// A module value's dtype ("f32", "i1", ...) as the runtime's DType.
+std::optional<DType> dtypeOfModuleValue(const std::string &dtype) {
+  if (dtype == "i1")
+    return DType::Bool;
+  return rt::parseDType(llvm::StringRef(dtype).upper());
 }
 
-size_t bytesOf(Element e) {
-  switch (e) {
-  case Element::F64:
-  case Element::I64:
-    return 8;
-  case Element::F32:
-  case Element::I32:
-    return 4;
-  case Element::BF16:
-    return 2;
-  case Element::I1:
-    return 1;
-  }
-  return 1;
-}
-
-uint16_t toBF16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000)
-    return 0x7fc0;
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-float fromBF16(uint16_t h) {
-  uint32_t bits = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-template <typename T> void storeAs(const std::vector<double> &values, char *to) {
+template <typename T>
+void storeAs(const std::vector<double> &values, char *to) {
   T *out = reinterpret_cast<T *>(to);
   for (size_t i = 0; i < values.size(); ++i)
     out[i] = static_cast<T>(values[i]);
 }
 
-/// Writes `values` as elements of type `e` from `to` on.
-void storeElements(Element e, const std::vector<double> &values, char *to) {
-  switch (e) {
-  case Element::F32:
+/// Writes `values` as elements of `dtype` from `to` on (typed loops: a step
+/// converts millions of elements).
+void storeElements(DType dtype, const std::vector<double> &values, char *to) {
+  switch (dtype) {
+  case DType::F32:
     return storeAs<float>(values, to);
-  case Element::F64:
+  case DType::F64:
     return storeAs<double>(values, to);
-  case Element::I64:
+  case DType::F16:
+    return storeAs<_Float16>(values, to);
+  case DType::I64:
     return storeAs<int64_t>(values, to);
-  case Element::I32:
+  case DType::I32:
     return storeAs<int32_t>(values, to);
-  case Element::BF16: {
+  case DType::BF16: {
     auto *out = reinterpret_cast<uint16_t *>(to);
     for (size_t i = 0; i < values.size(); ++i)
-      out[i] = toBF16(static_cast<float>(values[i]));
+      out[i] = rt::toBF16(static_cast<float>(values[i]));
     return;
   }
-  case Element::I1:
+  case DType::Bool:
     for (size_t i = 0; i < values.size(); ++i)
       to[i] = values[i] != 0.0;
     return;
   }
 }
 
-double loadElement(Element e, const char *at) {
-  switch (e) {
-  case Element::F32:
+double loadElement(DType dtype, const char *at) {
+  switch (dtype) {
+  case DType::F32:
     return *reinterpret_cast<const float *>(at);
-  case Element::F64:
+  case DType::F64:
     return *reinterpret_cast<const double *>(at);
-  case Element::I64:
+  case DType::F16:
+    return static_cast<double>(*reinterpret_cast<const _Float16 *>(at));
+  case DType::I64:
     return static_cast<double>(*reinterpret_cast<const int64_t *>(at));
-  case Element::I32:
+  case DType::I32:
     return *reinterpret_cast<const int32_t *>(at);
-  case Element::BF16:
-    return fromBF16(*reinterpret_cast<const uint16_t *>(at));
-  case Element::I1:
+  case DType::BF16:
+    return rt::fromBF16(*reinterpret_cast<const uint16_t *>(at));
+  case DType::Bool:
     return *at != 0;
   }
   return 0;
@@ -133,20 +100,20 @@ template <typename T> void loadAs(const char *from, std::vector<double> &out) {
     out[i] = static_cast<double>(in[i]);
 }
 
-/// Reads `out.size()` contiguous elements of type `e` from `from`.
-void loadContiguous(Element e, const char *from, std::vector<double> &out) {
-  switch (e) {
-  case Element::F32:
+/// Reads `out.size()` contiguous elements of `dtype` from `from`.
+void loadContiguous(DType dtype, const char *from, std::vector<double> &out) {
+  switch (dtype) {
+  case DType::F32:
     return loadAs<float>(from, out);
-  case Element::F64:
+  case DType::F64:
     return loadAs<double>(from, out);
-  case Element::I64:
+  case DType::I64:
     return loadAs<int64_t>(from, out);
-  case Element::I32:
+  case DType::I32:
     return loadAs<int32_t>(from, out);
   default:
     for (size_t i = 0; i < out.size(); ++i)
-      out[i] = loadElement(e, from + i * bytesOf(e));
+      out[i] = loadElement(dtype, from + i * rt::dtypeSize(dtype));
   }
 }
 
@@ -181,9 +148,25 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   }
   auto step = std::unique_ptr<CompiledStep>(new CompiledStep());
   step->file = file;
+  auto resolve = [&](const std::vector<ModuleValue> &values,
+                     std::vector<DType> &types) {
+    for (const ModuleValue &value : values) {
+      std::optional<DType> dtype = dtypeOfModuleValue(value.dtype);
+      if (!dtype) {
+        error = "value '" + value.name + "' has dtype '" + value.dtype +
+                "', which spmd-run does not support";
+        return false;
+      }
+      types.push_back(*dtype);
+    }
+    return true;
+  };
+  if (!resolve(file.arguments, step->argumentTypes) ||
+      !resolve(file.results, step->resultTypes))
+    return nullptr;
   if (file.target == "cuda") {
-    step->cuda = CudaRuntimeLibrary::open(options.localRank,
-                                          options.multiRank, error);
+    step->cuda =
+        CudaRuntimeLibrary::open(options.localRank, options.multiRank, error);
     if (!step->cuda)
       return nullptr;
   }
@@ -304,7 +287,7 @@ void CompiledStep::keepResident(
 interp::Tensor CompiledStep::argument(size_t index) const {
   const ModuleValue &value = file.arguments[index];
   interp::Tensor t(value.shape);
-  loadContiguous(elementOf(value.dtype), arguments[index].aligned, t.data);
+  loadContiguous(argumentTypes[index], arguments[index].aligned, t.data);
   return t;
 }
 
@@ -317,9 +300,9 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
   // previous step returned.
   bool first = arguments.empty();
   if (first)
-    for (auto [arg, value] : llvm::zip(args, file.arguments)) {
-      auto *buffer = static_cast<char *>(
-          allocate(arg.data.size() * bytesOf(elementOf(value.dtype))));
+    for (auto [arg, dtype] : llvm::zip(args, argumentTypes)) {
+      auto *buffer =
+          static_cast<char *>(allocate(arg.data.size() * rt::dtypeSize(dtype)));
       arguments.push_back({buffer, buffer});
     }
   std::vector<Descriptor> descriptors;
@@ -327,8 +310,7 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
   for (size_t a = 0; a < args.size(); ++a) {
     const ModuleValue &value = file.arguments[a];
     if (first || a >= resident.size() || !resident[a])
-      storeElements(elementOf(value.dtype), args[a].data,
-                    arguments[a].aligned);
+      storeElements(argumentTypes[a], args[a].data, arguments[a].aligned);
     descriptors.emplace_back(arguments[a].allocated, arguments[a].aligned,
                              value.shape);
   }
@@ -368,8 +350,8 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
     std::vector<int64_t> strides(resultStorage.begin() + at + 3 + rank,
                                  resultStorage.begin() + at + 3 + 2 * rank);
     at += 3 + 2 * rank;
-    Element type = elementOf(r.dtype);
-    size_t bytes = bytesOf(type);
+    DType type = resultTypes[index];
+    size_t bytes = rt::dtypeSize(type);
     bool contiguous = true;
     for (int64_t d = static_cast<int64_t>(rank) - 1, expected = 1; d >= 0;
          expected *= r.shape[d], --d)

@@ -13,6 +13,7 @@
 
 #include "spmdc/Interpreter/Kernels.h"
 #include "spmdc/Module/ModuleFile.h"
+#include "spmdc/Runtime/SafeTensors.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -69,6 +70,8 @@ private:
   void release(void *buffer) const;
 
   ModuleFile file;
+  /// Each argument's and result's dtype, resolved once.
+  std::vector<rt::DType> argumentTypes, resultTypes;
   /// The step's argument buffers, kept from step to step.
   struct Buffer {
     char *allocated = nullptr; // what to free

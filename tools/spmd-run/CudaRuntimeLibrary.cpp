@@ -37,9 +37,9 @@ void reportFailure(const char *call, const char *message) {
 #endif
 }
 
-/// The library's handle, or null with `error` set.
-void *openLibrary(std::string &error) {
-  std::string path = libraryPath();
+/// The library's handle, or null with `error` set; `path` says where.
+void *openLibrary(std::string &path, std::string &error) {
+  path = libraryPath();
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char *why = dlerror();
@@ -54,8 +54,8 @@ void *openLibrary(std::string &error) {
 } // namespace
 
 std::optional<std::string> CudaRuntimeLibrary::unavailable() {
-  std::string error;
-  void *handle = openLibrary(error);
+  std::string path, error;
+  void *handle = openLibrary(path, error);
   if (!handle)
     return error;
   using Probe = int (*)(char *, size_t);
@@ -73,10 +73,10 @@ std::optional<std::string> CudaRuntimeLibrary::unavailable() {
 std::unique_ptr<CudaRuntimeLibrary>
 CudaRuntimeLibrary::open(int localRank, bool installTransport,
                          std::string &error) {
-  void *handle = openLibrary(error);
+  std::string path;
+  void *handle = openLibrary(path, error);
   if (!handle)
     return nullptr;
-  std::string path = libraryPath();
   auto library = std::unique_ptr<CudaRuntimeLibrary>(new CudaRuntimeLibrary);
   library->handle = handle;
   auto symbol = [&](const char *name) -> void * {

@@ -84,15 +84,10 @@ void transposeProducts(ModuleOp module) {
     if (!matmul || !matmul->hasOneUse())
       continue;
     b.setInsertionPoint(op);
-    auto swapLastTwo = [&](Value x) -> Value {
-      int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
-      auto perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-      std::swap(perm[rank - 2], perm[rank - 1]);
-      return tg::TransposeOp::create(b, op.getLoc(), x, perm);
-    };
-    Value product =
-        tg::MatmulOp::create(b, op.getLoc(), swapLastTwo(matmul.getRhs()),
-                             swapLastTwo(matmul.getLhs()));
+    Location loc = op.getLoc();
+    Value product = tg::MatmulOp::create(
+        b, loc, tg::transposeLastTwo(b, loc, matmul.getRhs()),
+        tg::transposeLastTwo(b, loc, matmul.getLhs()));
     if (drop)
       product = tg::reshapeTo(b, op.getLoc(), product, op.getType());
     op.getResult().replaceAllUsesWith(product);

@@ -29,6 +29,13 @@ Value reshapeTo(OpBuilder &b, Location loc, Value value,
       value);
 }
 
+Value transposeLastTwo(OpBuilder &b, Location loc, Value value) {
+  int64_t rank = typeOf(value).getRank();
+  auto perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  return TransposeOp::create(b, loc, value, perm);
+}
+
 Value sumToShape(OpBuilder &b, Location loc, Value grad,
                  RankedTensorType target) {
   RankedTensorType type = typeOf(grad);

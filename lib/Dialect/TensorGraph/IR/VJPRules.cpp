@@ -34,14 +34,7 @@ struct Emitter : GraphMath {
     auto shape = broadcastShapes(typeOf(x).getShape(), typeOf(y).getShape());
     return RankedTensorType::get(*shape, typeOf(y).getElementType());
   }
-  Value transposeLast2(Value x) {
-    SmallVector<int64_t> perm;
-    int64_t rank = typeOf(x).getRank();
-    for (int64_t i = 0; i < rank; ++i)
-      perm.push_back(i);
-    std::swap(perm[rank - 1], perm[rank - 2]);
-    return TransposeOp::create(b, loc, x, perm);
-  }
+  Value transposeLast2(Value x) { return transposeLastTwo(b, loc, x); }
 };
 
 Emitter emitter(OpBuilder &b, Operation *op) {

@@ -41,6 +41,10 @@ mlir::Value sumToShape(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::Value value, mlir::RankedTensorType type);
 
+/// `value` with its last two dims swapped (rank >= 2).
+mlir::Value transposeLastTwo(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value value);
+
 /// Dims of `value` made non-negative.
 llvm::SmallVector<int64_t> normalizedDims(llvm::ArrayRef<int64_t> dims,
                                           int64_t rank);
