@@ -55,6 +55,10 @@ if os.path.exists(ptxas):
 if os.path.exists(os.path.join(config.spmdc_obj_root, "lib",
                                "libspmdc_runtime_cuda.so")):
     config.available_features.add("cuda-runtime")
+# spmd-run-portable (MLIR, LLVM, OpenBLAS static), what test/gpu/bundle.sh
+# packs for a bare GPU machine.
+if os.path.exists(os.path.join(config.spmdc_tools_dir, "spmd-run-portable")):
+    config.available_features.add("portable-runner")
 nvidia_smi = shutil.which("nvidia-smi")
 if nvidia_smi:
     import subprocess

@@ -180,6 +180,17 @@ void spmd_cuda_finalize(void) {
 }
 
 void *_mlir_memref_to_llvm_alloc(uint64_t bytes) {
+  // Managed memory beyond what the device has free can hang the GPU, not
+  // only this process: refuse instead. Small buffers skip the query.
+  if (bytes >= (uint64_t(1) << 20)) {
+    size_t freeBytes = 0, totalBytes = 0;
+    check(cuMemGetInfo(&freeBytes, &totalBytes), "alloc", "cuMemGetInfo");
+    if (bytes > freeBytes)
+      fail("alloc", "a buffer of " + std::to_string(bytes) +
+                        " bytes exceeds the device's free memory (" +
+                        std::to_string(freeBytes) + " of " +
+                        std::to_string(totalBytes) + " bytes)");
+  }
   CUdeviceptr p = 0;
   check(
       cuMemAllocManaged(&p, std::max<uint64_t>(bytes, 1), CU_MEM_ATTACH_GLOBAL),

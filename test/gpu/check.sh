@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # test/gpu/check.sh: the CUDA target on a machine with a GPU (not run by
 # ctest; CI has no GPU). Sized to finish in under 8 minutes:
-#   1. builds spmdc (reusing build/ when it is there);
+#   1. unpacks the bundle test/gpu/bundle.sh made (the runner, the libraries
+#      a bare machine lacks, gpt2-mini compiled for the CPU and for CUDA),
+#      or makes it first where this machine can build spmdc;
 #   2. measures this GPU's ceilings first: memory bandwidth and cuBLAS SGEMM
 #      throughput (ceilings.cu, compiled with nvcc);
 #   3. runs gpt2-mini's step on 1 GPU against the CPU target's numbers:
 #      losses of 3 AdamW steps and the parameters after them, 1e-4 relative
 #      (f32), and in bf16 (--precision=bf16) within 1e-2;
 #   4. times the step (median of spmd-run's per-step log over 20 steps) and
-#      the largest kernels (SPMD_CUDA_PROFILE=1) against the ceilings.
+#      the largest kernels/GEMMs (SPMD_CUDA_PROFILE=1) against the ceilings.
+# On a lent machine (the device tool), from this machine:
+#   test/gpu/bundle.sh
+#   run(command="test/gpu/check.sh", carry=[".gpu-bundle"], timeout_s=540)
 # Results go to $OUT (the device tool's output folder) or /tmp/spmdc-gpu.
 # Exits non-zero when a check fails; prints the figures either way.
 set -euo pipefail
@@ -17,15 +22,28 @@ out=${OUT:-/tmp/spmdc-gpu}
 mkdir -p "$out"
 cd "$root"
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-export PATH="$root/build/bin:$CUDA_HOME/bin:$PATH"
 log() { echo "== $*" | tee -a "$out/summary.txt"; }
 
-log "1. build"
-if [ -f build/build.ninja ]; then
-  cmake --build build >"$out/build.log" 2>&1
-else
-  scripts/setup.sh >"$out/build.log" 2>&1
-fi
+log "1. bundle"
+[ -f .gpu-bundle/spmdc-gpu.tar.xz ] || test/gpu/bundle.sh >"$out/build.log" 2>&1
+b=/tmp/spmdc-gpu-bundle
+rm -rf "$b"
+# Python's tarfile: a bare machine may lack the xz tool, never python3.
+python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+  .gpu-bundle/spmdc-gpu.tar.xz "$b"
+b=$b/spmdc
+# cuBLAS and NCCL: the toolkit's, else the pip wheels PyTorch brought.
+libdirs=$b/lib
+for lib in libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
+  found=$( (ls "$CUDA_HOME"/lib64/$lib "$CUDA_HOME"/lib/$lib 2>/dev/null;
+            find "$(python3 -c 'import site; print(site.getsitepackages()[0])')/nvidia" \
+              -name "$lib" 2>/dev/null; true) | head -1)
+  [ -n "$found" ] || { log "no $lib on this machine"; exit 1; }
+  libdirs=$libdirs:$(dirname "$found")
+done
+export LD_LIBRARY_PATH=$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH="$b/bin:$CUDA_HOME/bin:$PATH"
+echo "libraries: $LD_LIBRARY_PATH" | tee -a "$out/summary.txt"
 nvidia-smi -L | tee -a "$out/summary.txt"
 
 log "2. ceilings"
@@ -35,12 +53,10 @@ bandwidth=$(awk '/bandwidth_GBps/ {print $2}' "$out/ceilings.txt")
 sgemm=$(awk '/sgemm_TFLOPS/ {print $2}' "$out/ceilings.txt")
 
 log "3. gpt2-mini on 1 GPU against the CPU target (3 steps, 1e-4)"
-model=docs/examples/gpt2-mini.json
-spmdc "$model" -o "$out/cpu.mod"
-spmdc "$model" --target=cuda -o "$out/cuda.mod" --ptx-dir "$out/ptx"
-spmd-run "$out/cpu.mod" --steps 3 --save-params "$out/cpu.safetensors" \
+m=$b/modules
+spmd-run "$m/cpu.mod" --steps 3 --save-params "$out/cpu.safetensors" \
   >"$out/cpu.loss"
-timeout 300 spmd-run "$out/cuda.mod" --steps 3 \
+timeout 300 spmd-run "$m/cuda.mod" --steps 3 \
   --save-params "$out/cuda.safetensors" >"$out/cuda.loss"
 paste "$out/cpu.loss" "$out/cuda.loss" | tee -a "$out/summary.txt"
 python3 test/Inputs/compare-losses.py "$out/cuda.loss" "$out/cpu.loss" \
@@ -51,16 +67,15 @@ python3 test/Inputs/compare-safetensors.py "$out/cuda.safetensors" \
   | tail -1 | tee -a "$out/summary.txt"
 
 log "3b. bf16 (--precision=bf16) against the CPU target's f32 (3 steps, 1e-2)"
-spmdc "$model" --target=cuda --precision=bf16 -o "$out/cuda-bf16.mod"
-timeout 300 spmd-run "$out/cuda-bf16.mod" --steps 3 >"$out/cuda-bf16.loss"
+timeout 300 spmd-run "$m/cuda-bf16.mod" --steps 3 >"$out/cuda-bf16.loss"
 paste "$out/cpu.loss" "$out/cuda-bf16.loss" | tee -a "$out/summary.txt"
 python3 test/Inputs/compare-losses.py "$out/cuda-bf16.loss" "$out/cpu.loss" \
   --rtol 1e-2 | tee -a "$out/summary.txt"
 
 log "4. timing (20 steps; profile of kernels and GEMMs)"
-SPMD_CUDA_PROFILE=1 timeout 300 spmd-run "$out/cuda.mod" --steps 20 \
+SPMD_CUDA_PROFILE=1 timeout 300 spmd-run "$m/cuda.mod" --steps 20 \
   --log-level info >"$out/time.loss" 2>"$out/time.log"
-spmd-run "$out/cpu.mod" --steps 20 --log-level info >/dev/null \
+spmd-run "$m/cpu.mod" --steps 20 --log-level info >/dev/null \
   2>"$out/cpu-time.log"
 python3 - "$out" "$bandwidth" "$sgemm" <<'PY' | tee -a "$out/summary.txt"
 import re, statistics, sys

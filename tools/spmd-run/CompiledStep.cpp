@@ -4,12 +4,12 @@
 
 #include "spmdc/Runtime/BFloat16.h"
 #include "spmdc/Runtime/Blas.h"
+#include "spmdc/Runtime/MemRefCopy.h"
 #include "spmdc/Runtime/SafeTensors.h"
 #ifdef SPMDC_HAVE_MPI
 #include "spmdc/Runtime/Collectives.h"
 #endif
 
-#include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -224,7 +224,7 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   }
   step->engine = std::move(*engine);
   // The runtime functions the lowering calls: memrefCopy (copies between
-  // buffers of different layouts) from MLIR's C runner utilities, BLAS and
+  // buffers of different layouts; the runtime's, MemRefCopy.h), BLAS and
   // MPI for cpu modules; for cuda modules the CUDA runtime's memory,
   // kernel launches and cuBLAS, which take precedence.
   const CudaRuntimeLibrary *cuda = step->cuda.get();

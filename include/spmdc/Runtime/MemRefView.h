@@ -18,6 +18,8 @@ namespace spmdc::rt {
 struct MemRefView {
   char *data = nullptr;
   std::vector<int64_t> shape;
+  /// In elements, as the descriptor holds them.
+  std::vector<int64_t> strides;
   /// False if the strides are not row-major contiguous.
   bool contiguous = true;
 
@@ -25,9 +27,10 @@ struct MemRefView {
     auto *fields = static_cast<int64_t *>(descriptor);
     data = reinterpret_cast<char *>(fields[1]) + fields[2] * elementBytes;
     shape.assign(fields + 3, fields + 3 + rank);
+    strides.assign(fields + 3 + rank, fields + 3 + 2 * rank);
     int64_t expected = 1;
     for (int64_t d = rank - 1; d >= 0; --d) {
-      if (shape[d] != 1 && fields[3 + rank + d] != expected)
+      if (shape[d] != 1 && strides[d] != expected)
         contiguous = false;
       expected *= shape[d];
     }
