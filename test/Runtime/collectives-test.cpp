@@ -7,6 +7,10 @@
 //   spmdc-collectives-test kill MESH R STEP         rank R gets SIGKILL
 //   spmdc-collectives-test stall MESH R STEP SECS   rank R sleeps at STEP
 //   spmdc-collectives-test bad-dim MESH             a bad reduce_scatter
+//   spmdc-collectives-test check-compiled MESH [CUDA_RUNTIME]
+//       `check` through what compiled code calls (spmd_collective_<dtype>
+//       on descriptors), over MPI, or over the NCCL transport of the CUDA
+//       runtime library CUDA_RUNTIME (on the fake stack without GPUs)
 //
 // MESH is the mesh shape, "2x2" or "4". `check` runs every collective over
 // every ordered list of mesh axes (the empty list too), every dtype and
@@ -20,6 +24,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Runtime/Collectives.h"
+#include "spmdc/Runtime/Cuda.h"
+
+#include <dlfcn.h>
 
 #include <csignal>
 #include <cstdio>
@@ -192,6 +199,111 @@ std::string axesText(const Axes &axes) {
   return s + "]";
 }
 
+//===----------------------------------------------------------------------===//
+// The collectives under test: the host API (spmd_all_* and friends), or
+// what compiled code calls, spmd_collective_<dtype> on descriptors, whose
+// bytes travel through the installed transport (MPI, or the CUDA runtime's
+// NCCL). Same arguments as the host API.
+//===----------------------------------------------------------------------===//
+
+bool viaCompiledAbi = false;
+
+/// Calls spmd_collective_<dtype> of `kind` on contiguous row-major buffers.
+void compiledCollective(int32_t kind, int32_t dim, int32_t dim2, int32_t dtype,
+                        const int32_t *axes, int32_t numAxes, const void *in,
+                        const Shape &inShape, void *out,
+                        const Shape &outShape) {
+  using Fn = void (*)(int32_t, int64_t, int64_t, int64_t, int64_t, void *,
+                      int64_t, void *);
+  static const Fn byDtype[] = {spmd_collective_f32, spmd_collective_f64,
+                               spmd_collective_i64, spmd_collective_i32};
+  auto descriptor = [](const void *data, const Shape &shape) {
+    auto address = reinterpret_cast<int64_t>(data);
+    std::vector<int64_t> d = {address, address, 0};
+    d.insert(d.end(), shape.begin(), shape.end());
+    Shape strides(shape.size(), 1);
+    for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
+      strides[i] = strides[i + 1] * shape[i + 1];
+    d.insert(d.end(), strides.begin(), strides.end());
+    return d;
+  };
+  int64_t packed = 0; // four bits an axis, plus one, first listed lowest
+  for (int32_t i = 0; i < numAxes; ++i)
+    packed |= int64_t(axes[i] + 1) << (4 * i);
+  std::vector<int64_t> inDesc = descriptor(in, inShape),
+                       outDesc = descriptor(out, outShape);
+  byDtype[dtype](kind, dim, dim2, packed, inShape.size(), inDesc.data(),
+                 outShape.size(), outDesc.data());
+}
+
+Shape shapeOf(int32_t rank, const int64_t *shape) {
+  return Shape(shape, shape + rank);
+}
+
+void allReduce(void *inout, int64_t count, int32_t dtype, const int32_t *axes,
+               int32_t numAxes) {
+  if (!viaCompiledAbi) {
+    spmd_all_reduce(inout, count, dtype, axes, numAxes);
+    return;
+  }
+  std::vector<char> out(count * dtypeBytes(dtype));
+  compiledCollective(0, 0, 0, dtype, axes, numAxes, inout, {count},
+                     out.data(), {count});
+  std::memcpy(inout, out.data(), out.size());
+}
+
+void allGather(const void *in, void *out, int32_t rank,
+               const int64_t *localShape, int32_t dim, int32_t dtype,
+               const int32_t *axes, int32_t numAxes) {
+  if (!viaCompiledAbi) {
+    spmd_all_gather(in, out, rank, localShape, dim, dtype, axes, numAxes);
+    return;
+  }
+  Shape inShape = shapeOf(rank, localShape), outShape = inShape;
+  outShape[dim] *= spmd_rt_group_size(axes, numAxes);
+  compiledCollective(1, dim, 0, dtype, axes, numAxes, in, inShape, out,
+                     outShape);
+}
+
+void reduceScatter(const void *in, void *out, int32_t rank,
+                   const int64_t *inShape, int32_t dim, int32_t dtype,
+                   const int32_t *axes, int32_t numAxes) {
+  if (!viaCompiledAbi) {
+    spmd_reduce_scatter(in, out, rank, inShape, dim, dtype, axes, numAxes);
+    return;
+  }
+  Shape from = shapeOf(rank, inShape), to = from;
+  to[dim] /= spmd_rt_group_size(axes, numAxes);
+  compiledCollective(2, dim, 0, dtype, axes, numAxes, in, from, out, to);
+}
+
+void allToAll(const void *in, void *out, int32_t rank, const int64_t *inShape,
+              int32_t split, int32_t concat, int32_t dtype,
+              const int32_t *axes, int32_t numAxes) {
+  if (!viaCompiledAbi) {
+    spmd_all_to_all(in, out, rank, inShape, split, concat, dtype, axes,
+                    numAxes);
+    return;
+  }
+  Shape from = shapeOf(rank, inShape), to = from;
+  int64_t n = spmd_rt_group_size(axes, numAxes);
+  to[split] /= n;
+  to[concat] *= n;
+  compiledCollective(3, split, concat, dtype, axes, numAxes, in, from, out, to);
+}
+
+void localSlice(const void *in, void *out, int32_t rank,
+                const int64_t *inShape, int32_t dim, int32_t dtype,
+                const int32_t *axes, int32_t numAxes) {
+  if (!viaCompiledAbi) {
+    spmd_local_slice(in, out, rank, inShape, dim, dtype, axes, numAxes);
+    return;
+  }
+  Shape from = shapeOf(rank, inShape), to = from;
+  to[dim] /= spmd_rt_group_size(axes, numAxes);
+  compiledCollective(4, dim, 0, dtype, axes, numAxes, in, from, out, to);
+}
+
 /// Compares `got` with `expected(flat index)` over `count` elements.
 template <typename F>
 void compare(const std::string &what, Buffer &got, int64_t count, F expected) {
@@ -258,7 +370,7 @@ void checkAxes(const Axes &axes, int32_t dtype) {
   {
     int64_t count = 7;
     Buffer b = inputOf(myRank, dtype, count);
-    spmd_all_reduce(b.data(), count, dtype, ax, na);
+    allReduce(b.data(), count, dtype, ax, na);
     compare("all_reduce " + tag, b, count, [&](int64_t e) {
       double sum = 0;
       for (int64_t m : members)
@@ -276,7 +388,7 @@ void checkAxes(const Axes &axes, int32_t dtype) {
       outShape[dim] *= n;
       Buffer in = inputOf(myRank, dtype, product(local));
       Buffer out(dtype, product(outShape));
-      spmd_all_gather(in.data(), out.data(), 3, local.data(), dim, dtype, ax,
+      allGather(in.data(), out.data(), 3, local.data(), dim, dtype, ax,
                       na);
       compare("all_gather " + dtag, out, product(outShape), [&](int64_t e) {
         Shape idx = unflatten(e, outShape);
@@ -292,7 +404,7 @@ void checkAxes(const Axes &axes, int32_t dtype) {
       Shape outShape = base;
       Buffer in = inputOf(myRank, dtype, product(inShape));
       Buffer out(dtype, product(outShape));
-      spmd_reduce_scatter(in.data(), out.data(), 3, inShape.data(), dim, dtype,
+      reduceScatter(in.data(), out.data(), 3, inShape.data(), dim, dtype,
                           ax, na);
       compare("reduce_scatter " + dtag, out, product(outShape), [&](int64_t e) {
         Shape idx = unflatten(e, outShape);
@@ -310,7 +422,7 @@ void checkAxes(const Axes &axes, int32_t dtype) {
       Shape outShape = base;
       Buffer in = inputOf(myRank, dtype, product(inShape));
       Buffer out(dtype, product(outShape));
-      spmd_local_slice(in.data(), out.data(), 3, inShape.data(), dim, dtype, ax,
+      localSlice(in.data(), out.data(), 3, inShape.data(), dim, dtype, ax,
                        na);
       compare("local_slice " + dtag, out, product(outShape), [&](int64_t e) {
         Shape idx = unflatten(e, outShape);
@@ -330,7 +442,7 @@ void checkAxes(const Axes &axes, int32_t dtype) {
       outShape[concat] *= n;
       Buffer in = inputOf(myRank, dtype, product(inShape));
       Buffer out(dtype, product(outShape));
-      spmd_all_to_all(in.data(), out.data(), 3, inShape.data(), split, concat,
+      allToAll(in.data(), out.data(), 3, inShape.data(), split, concat,
                       dtype, ax, na);
       compare("all_to_all " + tag + " split " + std::to_string(split) +
                   " concat " + std::to_string(concat),
@@ -351,7 +463,7 @@ void checkByHand() {
     int32_t in = myRank;
     std::vector<int32_t> out(want.size(), -1);
     int64_t shape[] = {1};
-    spmd_all_gather(&in, out.data(), 1, shape, 0, SPMD_DTYPE_I32, axes.data(),
+    allGather(&in, out.data(), 1, shape, 0, SPMD_DTYPE_I32, axes.data(),
                     axes.size());
     Buffer b(SPMD_DTYPE_I32, out.size());
     std::memcpy(b.data(), out.data(), out.size() * 4);
@@ -376,7 +488,7 @@ void checkByHand() {
       in.set(i, 10 * myRank + i);
     int64_t shape[] = {4};
     int32_t axes[] = {1, 0};
-    spmd_reduce_scatter(in.data(), out.data(), 1, shape, 0, SPMD_DTYPE_F64,
+    reduceScatter(in.data(), out.data(), 1, shape, 0, SPMD_DTYPE_F64,
                         axes, 2);
     compare("by hand: reduce_scatter over [1,0]", out, 1,
             [&](int64_t) { return sums[index[myRank]]; });
@@ -389,7 +501,7 @@ void checkByHand() {
       in.set(i, 10 * myRank + i);
     int64_t shape[] = {2, 2};
     int32_t axes[] = {0};
-    spmd_all_to_all(in.data(), out.data(), 2, shape, 0, 1, SPMD_DTYPE_F32, axes,
+    allToAll(in.data(), out.data(), 2, shape, 0, 1, SPMD_DTYPE_F32, axes,
                     1);
     std::vector<double> want = myRank == 0 ? std::vector<double>{0, 1, 10, 11}
                                            : std::vector<double>{2, 3, 12, 13};
@@ -397,6 +509,31 @@ void checkByHand() {
             [&](int64_t e) { return want[e]; });
     gather1({0}, {0, 1});
   }
+}
+
+/// Starts the CUDA runtime library at `path` on this rank's device and
+/// installs its NCCL transport.
+bool useCudaTransport(const char *path) {
+  void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  auto init = library ? reinterpret_cast<decltype(&spmd_cuda_init)>(
+                            dlsym(library, "spmd_cuda_init"))
+                      : nullptr;
+  auto transport = library ? reinterpret_cast<decltype(&spmd_cuda_transport)>(
+                                 dlsym(library, "spmd_cuda_transport"))
+                           : nullptr;
+  char error[256] = "";
+  if (!init || !transport) {
+    std::fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
+    return false;
+  }
+  const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (init(local ? std::atoi(local) : 0, spmd_rt_fail, error, sizeof error) ||
+      spmd_rt_set_transport(
+          static_cast<const spmd_rt_transport *>(transport())) != 0) {
+    std::fprintf(stderr, "cannot start the CUDA transport: %s\n", error);
+    return false;
+  }
+  return true;
 }
 
 int check() {
@@ -449,7 +586,9 @@ int failing(int failRank, int64_t failStep, const std::function<void()> &what) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s check|exit|kill|stall|bad-dim MESH ...\n",
+    std::fprintf(stderr,
+                 "usage: %s check|check-compiled|exit|kill|stall|bad-dim "
+                 "MESH ...\n",
                  argv[0]);
     return 2;
   }
@@ -466,6 +605,12 @@ int main(int argc, char **argv) {
   };
   if (mode == "check")
     return check();
+  if (mode == "check-compiled") {
+    viaCompiledAbi = true;
+    if (argc > 3 && !useCudaTransport(argv[3]))
+      return 1;
+    return check();
+  }
   if (mode == "exit") {
     int code = arg(5);
     return failing(arg(3), arg(4), [&] { std::exit(code); });
