@@ -49,12 +49,14 @@ llvm::StringRef stageName(Stage stage) {
 /// Collectives and f32/f64/bf16 matmuls become runtime calls on buffers
 /// (MPI or NCCL, BLAS or cuBLAS; GEMMs read transposed operands in place);
 /// then linalg on tensors, elementwise fusion and one-shot bufferization
-/// across the step's functions, with identity layouts at their boundaries.
+/// across the step's functions, with identity layouts at their boundaries,
+/// its constant globals then named in a fixed order.
 static constexpr const char *kToBuffers =
     "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
     "convert-tg-to-linalg,fuse-elementwise,"
     "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},";
+    "function-boundary-type-conversion=identity-layout-map},"
+    "number-constant-globals,";
 
 /// Every loop nest in the form of a GPU kernel: parallel loops over blocks
 /// and threads (--form-gpu-kernels fuses row-wise neighbours first).
@@ -109,7 +111,7 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm,
                 "cse,reconcile-unrealized-casts),"
                 "finalize-memref-to-llvm{use-generic-functions},"
                 "convert-math-to-llvm,gpu-to-llvm,"
-                "gpu-module-to-binary{format=isa},"
+                "gpu-module-to-binary{format=isa},strip-gpu-object-timings,"
                 "convert-to-llvm,canonicalize,cse,reconcile-unrealized-casts";
   } else if (options.gpuKernelsOnCpu) {
     // The CUDA target's kernel loops, run by the host: checks them on
@@ -122,8 +124,7 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm,
     // mis-lowered here), then one function per loop nest.
     pipeline += "ownership-based-buffer-deallocation,canonicalize,"
                 "convert-linalg-to-affine-loops,"
-                "func.func(affine-super-vectorize{virtual-vector-size=8 "
-                "test-fastest-varying=0}),"
+                "func.func(vectorize-affine-loops{vector-size=8}),"
                 "canonicalize,outline-loop-nests,";
     pipeline += kHostToLLVM;
   }

@@ -247,8 +247,8 @@ void allReduce(void *inout, int64_t count, int32_t dtype, const int32_t *axes,
     return;
   }
   std::vector<char> out(count * dtypeBytes(dtype));
-  compiledCollective(0, 0, 0, dtype, axes, numAxes, inout, {count},
-                     out.data(), {count});
+  compiledCollective(0, 0, 0, dtype, axes, numAxes, inout, {count}, out.data(),
+                     {count});
   std::memcpy(inout, out.data(), out.size());
 }
 
@@ -278,8 +278,8 @@ void reduceScatter(const void *in, void *out, int32_t rank,
 }
 
 void allToAll(const void *in, void *out, int32_t rank, const int64_t *inShape,
-              int32_t split, int32_t concat, int32_t dtype,
-              const int32_t *axes, int32_t numAxes) {
+              int32_t split, int32_t concat, int32_t dtype, const int32_t *axes,
+              int32_t numAxes) {
   if (!viaCompiledAbi) {
     spmd_all_to_all(in, out, rank, inShape, split, concat, dtype, axes,
                     numAxes);
@@ -292,9 +292,9 @@ void allToAll(const void *in, void *out, int32_t rank, const int64_t *inShape,
   compiledCollective(3, split, concat, dtype, axes, numAxes, in, from, out, to);
 }
 
-void localSlice(const void *in, void *out, int32_t rank,
-                const int64_t *inShape, int32_t dim, int32_t dtype,
-                const int32_t *axes, int32_t numAxes) {
+void localSlice(const void *in, void *out, int32_t rank, const int64_t *inShape,
+                int32_t dim, int32_t dtype, const int32_t *axes,
+                int32_t numAxes) {
   if (!viaCompiledAbi) {
     spmd_local_slice(in, out, rank, inShape, dim, dtype, axes, numAxes);
     return;
@@ -388,8 +388,7 @@ void checkAxes(const Axes &axes, int32_t dtype) {
       outShape[dim] *= n;
       Buffer in = inputOf(myRank, dtype, product(local));
       Buffer out(dtype, product(outShape));
-      allGather(in.data(), out.data(), 3, local.data(), dim, dtype, ax,
-                      na);
+      allGather(in.data(), out.data(), 3, local.data(), dim, dtype, ax, na);
       compare("all_gather " + dtag, out, product(outShape), [&](int64_t e) {
         Shape idx = unflatten(e, outShape);
         int64_t m = idx[dim] / local[dim];
@@ -404,8 +403,8 @@ void checkAxes(const Axes &axes, int32_t dtype) {
       Shape outShape = base;
       Buffer in = inputOf(myRank, dtype, product(inShape));
       Buffer out(dtype, product(outShape));
-      reduceScatter(in.data(), out.data(), 3, inShape.data(), dim, dtype,
-                          ax, na);
+      reduceScatter(in.data(), out.data(), 3, inShape.data(), dim, dtype, ax,
+                    na);
       compare("reduce_scatter " + dtag, out, product(outShape), [&](int64_t e) {
         Shape idx = unflatten(e, outShape);
         idx[dim] += index * outShape[dim];
@@ -422,8 +421,7 @@ void checkAxes(const Axes &axes, int32_t dtype) {
       Shape outShape = base;
       Buffer in = inputOf(myRank, dtype, product(inShape));
       Buffer out(dtype, product(outShape));
-      localSlice(in.data(), out.data(), 3, inShape.data(), dim, dtype, ax,
-                       na);
+      localSlice(in.data(), out.data(), 3, inShape.data(), dim, dtype, ax, na);
       compare("local_slice " + dtag, out, product(outShape), [&](int64_t e) {
         Shape idx = unflatten(e, outShape);
         idx[dim] += index * outShape[dim];
@@ -442,8 +440,8 @@ void checkAxes(const Axes &axes, int32_t dtype) {
       outShape[concat] *= n;
       Buffer in = inputOf(myRank, dtype, product(inShape));
       Buffer out(dtype, product(outShape));
-      allToAll(in.data(), out.data(), 3, inShape.data(), split, concat,
-                      dtype, ax, na);
+      allToAll(in.data(), out.data(), 3, inShape.data(), split, concat, dtype,
+               ax, na);
       compare("all_to_all " + tag + " split " + std::to_string(split) +
                   " concat " + std::to_string(concat),
               out, product(outShape), [&](int64_t e) {
@@ -464,7 +462,7 @@ void checkByHand() {
     std::vector<int32_t> out(want.size(), -1);
     int64_t shape[] = {1};
     allGather(&in, out.data(), 1, shape, 0, SPMD_DTYPE_I32, axes.data(),
-                    axes.size());
+              axes.size());
     Buffer b(SPMD_DTYPE_I32, out.size());
     std::memcpy(b.data(), out.data(), out.size() * 4);
     compare("by hand: all_gather of the rank over " + axesText(axes), b,
@@ -488,8 +486,7 @@ void checkByHand() {
       in.set(i, 10 * myRank + i);
     int64_t shape[] = {4};
     int32_t axes[] = {1, 0};
-    reduceScatter(in.data(), out.data(), 1, shape, 0, SPMD_DTYPE_F64,
-                        axes, 2);
+    reduceScatter(in.data(), out.data(), 1, shape, 0, SPMD_DTYPE_F64, axes, 2);
     compare("by hand: reduce_scatter over [1,0]", out, 1,
             [&](int64_t) { return sums[index[myRank]]; });
   }
@@ -501,8 +498,7 @@ void checkByHand() {
       in.set(i, 10 * myRank + i);
     int64_t shape[] = {2, 2};
     int32_t axes[] = {0};
-    allToAll(in.data(), out.data(), 2, shape, 0, 1, SPMD_DTYPE_F32, axes,
-                    1);
+    allToAll(in.data(), out.data(), 2, shape, 0, 1, SPMD_DTYPE_F32, axes, 1);
     std::vector<double> want = myRank == 0 ? std::vector<double>{0, 1, 10, 11}
                                            : std::vector<double>{2, 3, 12, 13};
     compare("by hand: all_to_all split 0 concat 1", out, 4,

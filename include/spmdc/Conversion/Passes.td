@@ -141,6 +141,19 @@ def PrepareLinalgForGpu : Pass<"prepare-linalg-for-gpu", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def StripGpuObjectTimings : Pass<"strip-gpu-object-timings", "::mlir::ModuleOp"> {
+  let summary = "Drop the compile times gpu-module-to-binary records";
+  let description = [{
+    `gpu-module-to-binary` stores, in each `gpu.object`'s properties, how
+    many milliseconds the kernel took to compile (`LLVMIRToISATimeInMs`
+    and other `...TimeInMs` entries). They change from run to run, so a
+    module holding them does too; nothing reads them. This pass removes
+    every property whose name ends in `TimeInMs`, leaving the target, the
+    format, the object (the PTX) and the other properties as they were.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def FormGpuKernels : Pass<"form-gpu-kernels", "::mlir::ModuleOp"> {
   let summary = "Fuse row loops and map every loop nest of a step to GPU blocks and threads";
   let description = [{
@@ -255,6 +268,38 @@ def OutlineLoopNests : Pass<"outline-loop-nests", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def NumberConstantGlobals : Pass<"number-constant-globals", "::mlir::ModuleOp"> {
+  let summary = "Name and place constant memref globals in the order of first use";
+  let description = [{
+    One-shot bufferization names each constant global after its type with a
+    counter (`__constant_3xindex_2`) in the order it visits functions, which
+    depends on pointer values, so two runs of spmdc could write the same
+    step with different names and global order. This pass renames every
+    constant `memref.global` to `__constant_<n>`, n counting first uses
+    (functions in module order, operations in order), and moves them to the
+    top of the module in that order: spmdc's output is the same on every run.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def VectorizeAffineLoops : Pass<"vectorize-affine-loops", "::mlir::func::FuncOp"> {
+  let summary = "SIMD for parallel affine loops over identity-layout buffers";
+  let description = [{
+    Runs MLIR's affine super-vectorizer (`affine-super-vectorize` with
+    `test-fastest-varying=0`: the innermost, contiguous dim) on the
+    parallel `affine.for` loops whose loads and stores all use identity
+    layouts. The vectorizer cannot handle other layouts and reports each
+    candidate loop that touches one as an error while leaving it scalar;
+    choosing the candidates here keeps what it vectorizes and removes those
+    reports, which made successful compiles print errors.
+  }];
+  let options = [
+    Option<"vectorSize", "vector-size", "unsigned", /*default=*/"8",
+           "Lanes per vector (8 f32 lanes: one AVX2 register)">,
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect"];
 }
 
 def SplitLongBlocks : Pass<"split-long-blocks", "::mlir::ModuleOp"> {

@@ -73,17 +73,17 @@ float loadBF16(uint16_t x) { return spmdc::rt::fromBF16(x); }
 uint16_t storeBF16(float x) { return spmdc::rt::toBF16(x); }
 
 template <typename T>
-cublasStatus_t stridedBatched(cublasOperation_t ta, cublasOperation_t tb,
-                              int m, int n, int k, const T *alpha, const T *a,
-                              int lda, long long sa, const T *b, int ldb,
-                              long long sb, const T *beta, T *c, int ldc,
-                              long long sc, int count) {
+cublasStatus_t stridedBatched(cublasOperation_t ta, cublasOperation_t tb, int m,
+                              int n, int k, const T *alpha, const T *a, int lda,
+                              long long sa, const T *b, int ldb, long long sb,
+                              const T *beta, T *c, int ldc, long long sc,
+                              int count) {
   if (count < 0)
     return CUBLAS_STATUS_INVALID_VALUE;
   for (int i = 0; i < count; ++i)
-    if (cublasStatus_t s = gemm(ta, tb, m, n, k, *alpha, a + i * sa, lda,
-                                b + i * sb, ldb, *beta, c + i * sc, ldc,
-                                same<T>, same<T>);
+    if (cublasStatus_t s =
+            gemm(ta, tb, m, n, k, *alpha, a + i * sa, lda, b + i * sb, ldb,
+                 *beta, c + i * sc, ldc, same<T>, same<T>);
         s != CUBLAS_STATUS_SUCCESS)
       return s;
   return CUBLAS_STATUS_SUCCESS;
@@ -92,7 +92,7 @@ cublasStatus_t stridedBatched(cublasOperation_t ta, cublasOperation_t tb,
 /// bf16 operands and result with f32 scalars and accumulation: the one
 /// combination the runtime asks for.
 bool bf16WithF32(cudaDataType a, cudaDataType b, cudaDataType c,
-                        cublasComputeType_t compute) {
+                 cublasComputeType_t compute) {
   return a == CUDA_R_16BF && b == CUDA_R_16BF && c == CUDA_R_16BF &&
          compute == CUBLAS_COMPUTE_32F;
 }
@@ -121,8 +121,8 @@ const char *cublasGetStatusString(cublasStatus_t status) {
 cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta,
                            cublasOperation_t tb, int m, int n, int k,
                            const float *alpha, const float *a, int lda,
-                           const float *b, int ldb, const float *beta,
-                           float *c, int ldc) {
+                           const float *b, int ldb, const float *beta, float *c,
+                           int ldc) {
   return gemm(ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc,
               same<float>, same<float>);
 }
@@ -135,30 +135,33 @@ cublasStatus_t cublasDgemm(cublasHandle_t, cublasOperation_t ta,
               same<double>, same<double>);
 }
 
-cublasStatus_t cublasSgemmStridedBatched(
-    cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-    int k, const float *alpha, const float *a, int lda, long long sa,
-    const float *b, int ldb, long long sb, const float *beta, float *c,
-    int ldc, long long sc, int count) {
-  return stridedBatched(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta,
-                        c, ldc, sc, count);
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta,
+                                         cublasOperation_t tb, int m, int n,
+                                         int k, const float *alpha,
+                                         const float *a, int lda, long long sa,
+                                         const float *b, int ldb, long long sb,
+                                         const float *beta, float *c, int ldc,
+                                         long long sc, int count) {
+  return stridedBatched(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c,
+                        ldc, sc, count);
 }
-cublasStatus_t cublasDgemmStridedBatched(
-    cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-    int k, const double *alpha, const double *a, int lda, long long sa,
-    const double *b, int ldb, long long sb, const double *beta, double *c,
-    int ldc, long long sc, int count) {
-  return stridedBatched(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta,
-                        c, ldc, sc, count);
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t, cublasOperation_t ta,
+                                         cublasOperation_t tb, int m, int n,
+                                         int k, const double *alpha,
+                                         const double *a, int lda, long long sa,
+                                         const double *b, int ldb, long long sb,
+                                         const double *beta, double *c, int ldc,
+                                         long long sc, int count) {
+  return stridedBatched(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c,
+                        ldc, sc, count);
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta,
                             cublasOperation_t tb, int m, int n, int k,
                             const void *alpha, const void *a, cudaDataType at,
                             int lda, const void *b, cudaDataType bt, int ldb,
-                            const void *beta, void *c, cudaDataType ct,
-                            int ldc, cublasComputeType_t compute,
-                            cublasGemmAlgo_t) {
+                            const void *beta, void *c, cudaDataType ct, int ldc,
+                            cublasComputeType_t compute, cublasGemmAlgo_t) {
   if (!bf16WithF32(at, bt, ct, compute))
     return CUBLAS_STATUS_NOT_SUPPORTED;
   return gemm(ta, tb, m, n, k, *static_cast<const float *>(alpha),
@@ -182,8 +185,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(
                  static_cast<const uint16_t *>(a) + i * sa, lda,
                  static_cast<const uint16_t *>(b) + i * sb, ldb,
                  *static_cast<const float *>(beta),
-                 static_cast<uint16_t *>(c) + i * sc, ldc, loadBF16,
-                 storeBF16);
+                 static_cast<uint16_t *>(c) + i * sc, ldc, loadBF16, storeBF16);
         s != CUBLAS_STATUS_SUCCESS)
       return s;
   return CUBLAS_STATUS_SUCCESS;

@@ -95,9 +95,8 @@ Module parsePtx(const char *ptx) {
     size_t pos = 0;
     while ((pos = params.find(".param", pos)) != std::string::npos) {
       size_t end = params.find(',', pos);
-      std::string param = params.substr(pos, end == std::string::npos
-                                                 ? std::string::npos
-                                                 : end - pos);
+      std::string param = params.substr(
+          pos, end == std::string::npos ? std::string::npos : end - pos);
       // ".param .u64 .ptr .align 1 name" or ".param .u32 name"
       size_t typeStart = param.find('.', 1);
       size_t typeEnd = param.find(' ', typeStart);
@@ -233,8 +232,8 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
 CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
                         unsigned int gridY, unsigned int gridZ,
                         unsigned int blockX, unsigned int blockY,
-                        unsigned int blockZ, unsigned int sharedBytes,
-                        CUstream, void **params, void **extra) {
+                        unsigned int blockZ, unsigned int sharedBytes, CUstream,
+                        void **params, void **extra) {
   const Kernel &kernel = *reinterpret_cast<const Kernel *>(function);
   if (blockX * blockY * blockZ > 1024 || blockZ > 64 || gridY > 65535 ||
       gridZ > 65535 || gridX == 0 || blockX == 0 || sharedBytes > 227 * 1024)

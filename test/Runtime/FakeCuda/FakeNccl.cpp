@@ -73,8 +73,7 @@ size_t bytesOf(ncclDataType_t type) {
   }
 }
 
-template <typename T>
-void addInto(char *out, const char *in, size_t count) {
+template <typename T> void addInto(char *out, const char *in, size_t count) {
   auto *o = reinterpret_cast<T *>(out);
   auto *i = reinterpret_cast<const T *>(in);
   for (size_t e = 0; e < count; ++e)
@@ -159,8 +158,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t *result, int ranks, ncclUniqueId id,
   int fd = shm_open(id.internal, O_CREAT | O_RDWR, 0600);
   if (fd < 0 || ftruncate(fd, c->mappedBytes) != 0)
     return ncclSystemError;
-  void *base = mmap(nullptr, c->mappedBytes, PROT_READ | PROT_WRITE,
-                    MAP_SHARED, fd, 0);
+  void *base =
+      mmap(nullptr, c->mappedBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (base == MAP_FAILED)
     return ncclSystemError;
@@ -190,8 +189,8 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
 }
 
 ncclResult_t ncclAllReduce(const void *in, void *out, size_t count,
-                           ncclDataType_t type, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t) {
   const auto &c = *reinterpret_cast<const Communicator *>(comm);
   if (op != ncclSum || count * bytesOf(type) > kSlotBytes)
     return ncclInvalidArgument;
@@ -203,8 +202,7 @@ ncclResult_t ncclAllReduce(const void *in, void *out, size_t count,
 }
 
 ncclResult_t ncclAllGather(const void *in, void *out, size_t count,
-                           ncclDataType_t type, ncclComm_t comm,
-                           cudaStream_t) {
+                           ncclDataType_t type, ncclComm_t comm, cudaStream_t) {
   const auto &c = *reinterpret_cast<const Communicator *>(comm);
   size_t bytes = count * bytesOf(type);
   if (bytes > kSlotBytes)

@@ -93,8 +93,7 @@ template <typename T> double get(const Buffer &buffer, size_t i) {
 /// inputs; true if every element agrees within `tolerance` relative to the
 /// largest magnitude.
 template <typename T>
-bool agree(const Case &c, MatmulFn test, MatmulFn reference,
-           double tolerance) {
+bool agree(const Case &c, MatmulFn test, MatmulFn reference, double tolerance) {
   Buffer a(c.a, sizeof(T), true), b(c.b, sizeof(T), true),
       out(c.c, sizeof(T), true);
   Buffer ha(c.a, sizeof(T), false), hb(c.b, sizeof(T), false),
@@ -119,7 +118,8 @@ bool agree(const Case &c, MatmulFn test, MatmulFn reference,
 
 int main(int argc, char **argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: spmdc-cuda-blas-test libspmdc_runtime_cuda.so\n");
+    std::fprintf(stderr,
+                 "usage: spmdc-cuda-blas-test libspmdc_runtime_cuda.so\n");
     return 2;
   }
   void *library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -151,10 +151,25 @@ int main(int argc, char **argv) {
       {"transposed B", {5, 7}, {3, 7}, {5, 3}, false, true},
       {"both transposed", {7, 5}, {3, 7}, {5, 3}, true, true},
       {"shared weight", {2, 4, 5, 7}, {7, 3}, {2, 4, 5, 3}, false, false},
-      {"shared weight, B transposed", {4, 5, 7}, {3, 7}, {4, 5, 3}, false, true},
-      {"shared weight, A transposed", {4, 7, 5}, {7, 3}, {4, 5, 3}, true, false},
+      {"shared weight, B transposed",
+       {4, 5, 7},
+       {3, 7},
+       {4, 5, 3},
+       false,
+       true},
+      {"shared weight, A transposed",
+       {4, 7, 5},
+       {7, 3},
+       {4, 5, 3},
+       true,
+       false},
       {"strided batch", {3, 5, 7}, {3, 7, 4}, {3, 5, 4}, false, false},
-      {"strided batch, both transposed", {2, 3, 7, 5}, {2, 3, 4, 7}, {2, 3, 5, 4}, true, true},
+      {"strided batch, both transposed",
+       {2, 3, 7, 5},
+       {2, 3, 4, 7},
+       {2, 3, 5, 4},
+       true,
+       true},
       {"broadcast", {2, 1, 5, 7}, {1, 3, 7, 4}, {2, 3, 5, 4}, false, false},
       {"shared A", {5, 7}, {3, 7, 4}, {3, 5, 4}, false, false},
   };
