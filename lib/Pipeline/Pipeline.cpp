@@ -99,6 +99,7 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm,
     // buffer.
     pipeline += kToKernelLoops;
     pipeline += "convert-parallel-loops-to-gpu,gpu-kernel-outlining,"
+                "unique-kernel-names,"
                 "bufferization-lower-deallocations,cse,canonicalize,"
                 "convert-bufferization-to-memref,convert-scf-to-cf,"
                 "convert-func-to-llvm,expand-strided-metadata,"

@@ -100,7 +100,14 @@ void matmul(Gemm gemm, StridedGemm strided, const char *name, int32_t transA,
     std::string entry = std::string(name) + " " + std::to_string(count) + "x" +
                         std::to_string(m) + "x" + std::to_string(n) + "x" +
                         std::to_string(k);
-    profile(entry.c_str(), ms);
+    double elements = 0;
+    for (const spmdc::rt::MemRefView *view : {&a, &b, &c}) {
+      double n = 1;
+      for (int64_t size : view->shape)
+        n *= size;
+      elements += n;
+    }
+    profile(entry.c_str(), ms, elements * sizeof(T));
     cuEventDestroy(start);
     cuEventDestroy(stop);
   }

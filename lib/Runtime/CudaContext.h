@@ -27,8 +27,9 @@ void check(CUresult result, const char *call, const char *driverCall);
 /// Waits until the stream is idle (the host may then touch any buffer).
 void synchronize(const char *call);
 
-/// Adds `ms` to the profile entry `name` (SPMD_CUDA_PROFILE=1).
-void profile(const char *name, float ms);
+/// Adds a call of `ms` touching `bytes` to the profile entry `name`
+/// (SPMD_CUDA_PROFILE=1).
+void profile(const char *name, float ms, double bytes);
 bool profiling();
 
 } // namespace spmdc::cuda

@@ -11,6 +11,7 @@
 #include "CudaContext.h"
 
 #include "spmdc/Runtime/Cuda.h"
+#include "spmdc/Runtime/PtxEntries.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -33,9 +34,22 @@ struct Context {
   spmd_cuda_fail_fn fail = nullptr;
   char deviceName[256] = "";
   bool profile = false;
-  std::map<CUfunction, std::string> functionNames;
-  /// name -> (total ms, launches)
-  std::map<std::string, std::pair<double, int64_t>> profiled;
+  /// What the profile knows of each kernel: its name, and its parameters
+  /// (from the module's PTX) to find the buffers a launch touches.
+  struct Kernel {
+    std::string name;
+    std::vector<spmdc::rt::PtxParam> params;
+  };
+  std::map<CUmodule, std::map<std::string, std::vector<spmdc::rt::PtxParam>>>
+      moduleEntries;
+  std::map<CUfunction, Kernel> kernels;
+  /// Live allocations, start -> bytes (profiling only).
+  std::map<uintptr_t, size_t> allocations;
+  struct Profiled {
+    double ms = 0, bytes = 0;
+    int64_t calls = 0;
+  };
+  std::map<std::string, Profiled> profiled;
   CUevent start = nullptr, stop = nullptr;
 };
 
@@ -56,22 +70,50 @@ void printProfile() {
   Context &c = context();
   if (c.profiled.empty())
     return;
-  std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(
+  std::vector<std::pair<std::string, Context::Profiled>> rows(
       c.profiled.begin(), c.profiled.end());
   std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
-    return a.second.first > b.second.first;
+    return a.second.ms > b.second.ms;
   });
   double total = 0;
   for (const auto &row : rows)
-    total += row.second.first;
+    total += row.second.ms;
   std::fprintf(stderr,
                "spmd-run: CUDA profile (device time, all steps): "
-               "%.3f ms in %zu kernels and calls\n",
+               "%.3f ms in %zu kernels and calls; MB: the buffers one call "
+               "touches, GB/s: those bytes over its time\n",
                total, rows.size());
-  for (size_t i = 0; i < rows.size() && i < 15; ++i)
+  for (size_t i = 0; i < rows.size() && i < 15; ++i) {
+    const Context::Profiled &p = rows[i].second;
     std::fprintf(
-        stderr, "spmd-run:   %10.3f ms %8lld x  %s\n", rows[i].second.first,
-        static_cast<long long>(rows[i].second.second), rows[i].first.c_str());
+        stderr, "spmd-run:   %10.3f ms %8lld x %10.3f MB %8.1f GB/s  %s\n",
+        p.ms, static_cast<long long>(p.calls), p.bytes / p.calls / 1e6,
+        p.ms > 0 ? p.bytes / (p.ms * 1e-3) / 1e9 : 0.0, rows[i].first.c_str());
+  }
+}
+
+/// Bytes of the distinct live allocations the pointer parameters of a
+/// launch point into: the buffers the kernel can touch.
+double launchFootprint(const Context::Kernel &kernel, void **params) {
+  Context &c = context();
+  std::vector<uintptr_t> buffers;
+  double bytes = 0;
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    if (!kernel.params[i].pointer)
+      continue;
+    uintptr_t p;
+    std::memcpy(&p, params[i], sizeof p);
+    auto it = c.allocations.upper_bound(p);
+    if (it == c.allocations.begin())
+      continue;
+    --it;
+    if (p > it->first + it->second ||
+        std::find(buffers.begin(), buffers.end(), it->first) != buffers.end())
+      continue;
+    buffers.push_back(it->first);
+    bytes += it->second;
+  }
+  return bytes;
 }
 
 } // namespace
@@ -97,10 +139,11 @@ void synchronize(const char *call) {
 
 bool profiling() { return context().profile; }
 
-void profile(const char *name, float ms) {
+void profile(const char *name, float ms, double bytes) {
   auto &entry = context().profiled[name];
-  entry.first += ms;
-  entry.second += 1;
+  entry.ms += ms;
+  entry.bytes += bytes;
+  entry.calls += 1;
 }
 
 } // namespace spmdc::cuda
@@ -195,6 +238,8 @@ void *_mlir_memref_to_llvm_alloc(uint64_t bytes) {
   check(
       cuMemAllocManaged(&p, std::max<uint64_t>(bytes, 1), CU_MEM_ATTACH_GLOBAL),
       "alloc", "cuMemAllocManaged");
+  if (profiling())
+    context().allocations[static_cast<uintptr_t>(p)] = bytes;
   return reinterpret_cast<void *>(p);
 }
 
@@ -211,6 +256,8 @@ void _mlir_memref_to_llvm_free(void *buffer) {
     return;
   // The device may still read the buffer: free it once the stream is idle.
   synchronize("free");
+  if (profiling())
+    context().allocations.erase(reinterpret_cast<uintptr_t>(buffer));
   check(cuMemFree(reinterpret_cast<CUdeviceptr>(buffer)), "free", "cuMemFree");
 }
 
@@ -234,6 +281,9 @@ void *mgpuModuleLoadJIT(void *data, int opt_level) {
   if (result != CUDA_SUCCESS)
     fail("module load", "cuModuleLoadDataEx failed: " + errorText(result) +
                             (log[0] ? std::string("\n") + log : ""));
+  if (profiling())
+    context().moduleEntries[module] =
+        spmdc::rt::ptxEntries(static_cast<const char *>(data));
   return module;
 }
 
@@ -245,8 +295,14 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
   CUfunction function = nullptr;
   check(cuModuleGetFunction(&function, static_cast<CUmodule>(module), name),
         name, "cuModuleGetFunction");
-  if (context().profile)
-    context().functionNames.emplace(function, name);
+  Context &c = context();
+  if (c.profile) {
+    auto &entries = c.moduleEntries[static_cast<CUmodule>(module)];
+    auto params = entries.find(name);
+    c.kernels[function] = {name, params == entries.end()
+                                     ? std::vector<spmdc::rt::PtxParam>()
+                                     : params->second};
+  }
   return function;
 }
 
@@ -266,9 +322,9 @@ void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
     check(cuEventSynchronize(c.stop), "launch", "cuEventSynchronize");
     float ms = 0;
     cuEventElapsedTime(&ms, c.start, c.stop);
-    auto name = c.functionNames.find(f);
-    profile(name == c.functionNames.end() ? "kernel" : name->second.c_str(),
-            ms);
+    const Context::Kernel &kernel = c.kernels[f];
+    profile(kernel.name.empty() ? "kernel" : kernel.name.c_str(), ms,
+            launchFootprint(kernel, params));
   }
   synchronize("launch");
 }

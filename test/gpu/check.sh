@@ -104,16 +104,22 @@ print("parameters: %d" % params)
 floor_ms = 7 * 4 * params / (bandwidth * 1e9) * 1e3
 print("bandwidth floor of the optimizer's traffic: %.4f ms (step is %.0fx it)"
       % (floor_ms, gpu / floor_ms))
-rows = re.findall(r"spmd-run:\s+([0-9.]+) ms\s+(\d+) x  (.*)", open(out + "/time.log").read())
-print("largest kernels and GEMMs (device time over 20 steps):")
-for ms, calls, name in rows[:10]:
-    ms, calls = float(ms), int(calls)
-    line = "  %9.3f ms %6d x  %-40s %.4f ms per call" % (ms, calls, name, ms / calls)
+rows = re.findall(r"spmd-run:\s+([0-9.]+) ms\s+(\d+) x\s+([0-9.]+) MB\s+([0-9.]+) GB/s  (.*)",
+                  open(out + "/time.log").read())
+print("largest kernels and GEMMs (device time over 20 steps), against the "
+      "ceilings (%.0f GB/s, SGEMM %.1f TFLOPS):" % (bandwidth, sgemm))
+for ms, calls, mb, gbps, name in rows[:12]:
+    ms, calls, gbps = float(ms), int(calls), float(gbps)
+    line = "  %9.3f ms %6d x %9.3f MB  %-34s %.4f ms per call" % (
+        ms, calls, float(mb), name, ms / calls)
     gemm = re.match(r"cublas[SD]gemm (\d+)x(\d+)x(\d+)x(\d+)", name)
     if gemm:
         b, m, n, k = map(int, gemm.groups())
         tflops = 2 * b * m * n * k / (ms / calls * 1e-3) / 1e12
-        line += "  %.3f TFLOPS = %.2f%% of SGEMM's %.1f" % (tflops, 100 * tflops / sgemm, sgemm)
+        line += "  %.3f TFLOPS = %.2f%% of SGEMM" % (tflops, 100 * tflops / sgemm)
+    else:
+        # A kernel's floor is moving the buffers it touches once.
+        line += "  %.1f GB/s = %.2f%% of bandwidth" % (gbps, 100 * gbps / bandwidth)
     print(line)
 PY
 log "done: $out/summary.txt"

@@ -154,6 +154,18 @@ def StripGpuObjectTimings : Pass<"strip-gpu-object-timings", "::mlir::ModuleOp">
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def UniqueKernelNames : Pass<"unique-kernel-names", "::mlir::ModuleOp"> {
+  let summary = "Name each outlined kernel after its gpu.module";
+  let description = [{
+    After `gpu-kernel-outlining` every kernel of a function has that
+    function's name plus `_kernel` and only the `gpu.module`s holding them
+    are numbered, so the driver, profilers and `SPMD_CUDA_PROFILE=1` could
+    not tell the kernels apart. This pass renames the kernel of each
+    one-kernel `gpu.module` to the module's (unique) name and updates every
+    `gpu.launch_func` that launches it.
+  }];
+}
+
 def FormGpuKernels : Pass<"form-gpu-kernels", "::mlir::ModuleOp"> {
   let summary = "Fuse row loops and map every loop nest of a step to GPU blocks and threads";
   let description = [{

@@ -16,6 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "spmdc/Runtime/PtxEntries.h"
+
 #include <cuda.h>
 
 #include <cstdio>
@@ -30,8 +32,7 @@ namespace {
 
 struct Kernel {
   std::string name;
-  /// Per parameter: its size in bytes and whether it is a pointer.
-  std::vector<std::pair<size_t, bool>> params;
+  std::vector<spmdc::rt::PtxParam> params;
 };
 
 struct Module {
@@ -69,45 +70,11 @@ State &state() {
   std::_Exit(3);
 }
 
-size_t ptxTypeBytes(const std::string &type) {
-  if (type.size() >= 3 && (type.substr(type.size() - 2) == "64"))
-    return 8;
-  if (type.size() >= 3 && (type.substr(type.size() - 2) == "32"))
-    return 4;
-  if (type.size() >= 3 && (type.substr(type.size() - 2) == "16"))
-    return 2;
-  return 1;
-}
-
 /// The .entry functions of a PTX text and their parameters.
 Module parsePtx(const char *ptx) {
   Module module;
-  const char *at = ptx;
-  while ((at = std::strstr(at, ".entry "))) {
-    at += 7;
-    const char *open = std::strchr(at, '(');
-    const char *close = open ? std::strchr(open, ')') : nullptr;
-    if (!close)
-      violation("malformed .entry in a PTX module");
-    Kernel kernel;
-    kernel.name.assign(at, open);
-    std::string params(open + 1, close);
-    size_t pos = 0;
-    while ((pos = params.find(".param", pos)) != std::string::npos) {
-      size_t end = params.find(',', pos);
-      std::string param = params.substr(
-          pos, end == std::string::npos ? std::string::npos : end - pos);
-      // ".param .u64 .ptr .align 1 name" or ".param .u32 name"
-      size_t typeStart = param.find('.', 1);
-      size_t typeEnd = param.find(' ', typeStart);
-      kernel.params.emplace_back(
-          ptxTypeBytes(param.substr(typeStart, typeEnd - typeStart)),
-          param.find(".ptr") != std::string::npos);
-      pos += 6;
-    }
-    module.kernels[kernel.name] = kernel;
-    at = close;
-  }
+  for (auto &[name, params] : spmdc::rt::ptxEntries(ptx))
+    module.kernels[name] = Kernel{name, params};
   return module;
 }
 
@@ -242,7 +209,7 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
     violation(kernel.name + ": launched with `extra` (unsupported here)");
   std::lock_guard<std::mutex> lock(state().mutex);
   for (size_t i = 0; i < kernel.params.size(); ++i) {
-    if (!kernel.params[i].second)
+    if (!kernel.params[i].pointer)
       continue;
     uintptr_t p;
     std::memcpy(&p, params[i], sizeof p);
