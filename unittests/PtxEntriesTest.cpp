@@ -49,8 +49,8 @@ TEST(PtxEntries, KernelsAndTheirParameters) {
 
 TEST(PtxEntries, NoEntriesOrMalformed) {
   EXPECT_TRUE(spmdc::rt::ptxEntries("// nothing here").empty());
-  EXPECT_TRUE(spmdc::rt::ptxEntries(".visible .entry broken(.param .u64 x")
-                  .empty());
+  EXPECT_TRUE(
+      spmdc::rt::ptxEntries(".visible .entry broken(.param .u64 x").empty());
 }
 
 } // namespace
