@@ -252,29 +252,41 @@ void allReduce(void *inout, int64_t count, int32_t dtype, const int32_t *axes,
   std::memcpy(inout, out.data(), out.size());
 }
 
+/// all_gather (kind 1: `dim` of the input grows group-size times),
+/// reduce_scatter (2) and local_slice (4: `dim` is cut into group-size
+/// chunks): the same arguments for all three.
+void alongDim(int32_t kind, decltype(&spmd_all_gather) host, const void *in,
+              void *out, int32_t rank, const int64_t *inShape, int32_t dim,
+              int32_t dtype, const int32_t *axes, int32_t numAxes) {
+  if (!viaCompiledAbi) {
+    host(in, out, rank, inShape, dim, dtype, axes, numAxes);
+    return;
+  }
+  Shape from = shapeOf(rank, inShape), to = from;
+  int64_t n = spmd_rt_group_size(axes, numAxes);
+  to[dim] = kind == 1 ? to[dim] * n : to[dim] / n;
+  compiledCollective(kind, dim, 0, dtype, axes, numAxes, in, from, out, to);
+}
+
 void allGather(const void *in, void *out, int32_t rank,
                const int64_t *localShape, int32_t dim, int32_t dtype,
                const int32_t *axes, int32_t numAxes) {
-  if (!viaCompiledAbi) {
-    spmd_all_gather(in, out, rank, localShape, dim, dtype, axes, numAxes);
-    return;
-  }
-  Shape inShape = shapeOf(rank, localShape), outShape = inShape;
-  outShape[dim] *= spmd_rt_group_size(axes, numAxes);
-  compiledCollective(1, dim, 0, dtype, axes, numAxes, in, inShape, out,
-                     outShape);
+  alongDim(1, spmd_all_gather, in, out, rank, localShape, dim, dtype, axes,
+           numAxes);
 }
 
 void reduceScatter(const void *in, void *out, int32_t rank,
                    const int64_t *inShape, int32_t dim, int32_t dtype,
                    const int32_t *axes, int32_t numAxes) {
-  if (!viaCompiledAbi) {
-    spmd_reduce_scatter(in, out, rank, inShape, dim, dtype, axes, numAxes);
-    return;
-  }
-  Shape from = shapeOf(rank, inShape), to = from;
-  to[dim] /= spmd_rt_group_size(axes, numAxes);
-  compiledCollective(2, dim, 0, dtype, axes, numAxes, in, from, out, to);
+  alongDim(2, spmd_reduce_scatter, in, out, rank, inShape, dim, dtype, axes,
+           numAxes);
+}
+
+void localSlice(const void *in, void *out, int32_t rank, const int64_t *inShape,
+                int32_t dim, int32_t dtype, const int32_t *axes,
+                int32_t numAxes) {
+  alongDim(4, spmd_local_slice, in, out, rank, inShape, dim, dtype, axes,
+           numAxes);
 }
 
 void allToAll(const void *in, void *out, int32_t rank, const int64_t *inShape,
@@ -290,18 +302,6 @@ void allToAll(const void *in, void *out, int32_t rank, const int64_t *inShape,
   to[split] /= n;
   to[concat] *= n;
   compiledCollective(3, split, concat, dtype, axes, numAxes, in, from, out, to);
-}
-
-void localSlice(const void *in, void *out, int32_t rank, const int64_t *inShape,
-                int32_t dim, int32_t dtype, const int32_t *axes,
-                int32_t numAxes) {
-  if (!viaCompiledAbi) {
-    spmd_local_slice(in, out, rank, inShape, dim, dtype, axes, numAxes);
-    return;
-  }
-  Shape from = shapeOf(rank, inShape), to = from;
-  to[dim] /= spmd_rt_group_size(axes, numAxes);
-  compiledCollective(4, dim, 0, dtype, axes, numAxes, in, from, out, to);
 }
 
 /// Compares `got` with `expected(flat index)` over `count` elements.
