@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,13 @@ struct Context {
   std::map<CUfunction, Kernel> kernels;
   /// Live allocations, start -> bytes (profiling only).
   std::map<uintptr_t, size_t> allocations;
+  /// A step allocates and frees the same sizes every time, about a
+  /// thousand buffers for gpt2-mini, and cuMemAllocManaged and cuMemFree
+  /// cost tens of microseconds each: a freed buffer waits here for the
+  /// next request of its size (bytes -> buffers), and goes back to the
+  /// driver at spmd_cuda_finalize.
+  std::unordered_map<uint64_t, std::vector<void *>> pool;
+  std::unordered_map<void *, uint64_t> bufferBytes;
   struct Profiled {
     double ms = 0, bytes = 0;
     int64_t calls = 0;
@@ -217,12 +225,27 @@ void spmd_cuda_finalize(void) {
   synchronize("spmd_cuda_finalize");
   if (c.profile)
     printProfile();
+  for (auto &[bytes, buffers] : c.pool)
+    for (void *buffer : buffers)
+      cuMemFree(reinterpret_cast<CUdeviceptr>(buffer));
+  c.pool.clear();
+  c.bufferBytes.clear();
   cuStreamDestroy(c.stream);
   cuDevicePrimaryCtxRelease(c.device);
   c.initialized = false;
 }
 
 void *_mlir_memref_to_llvm_alloc(uint64_t bytes) {
+  Context &c = context();
+  bytes = std::max<uint64_t>(bytes, 1);
+  if (auto pooled = c.pool.find(bytes);
+      pooled != c.pool.end() && !pooled->second.empty()) {
+    void *buffer = pooled->second.back();
+    pooled->second.pop_back();
+    if (c.profile)
+      c.allocations[reinterpret_cast<uintptr_t>(buffer)] = bytes;
+    return buffer;
+  }
   // Managed memory beyond what the device has free can hang the GPU, not
   // only this process: refuse instead. Small buffers skip the query.
   if (bytes >= (uint64_t(1) << 20)) {
@@ -235,12 +258,13 @@ void *_mlir_memref_to_llvm_alloc(uint64_t bytes) {
                         std::to_string(totalBytes) + " bytes)");
   }
   CUdeviceptr p = 0;
-  check(
-      cuMemAllocManaged(&p, std::max<uint64_t>(bytes, 1), CU_MEM_ATTACH_GLOBAL),
-      "alloc", "cuMemAllocManaged");
-  if (profiling())
-    context().allocations[static_cast<uintptr_t>(p)] = bytes;
-  return reinterpret_cast<void *>(p);
+  check(cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL), "alloc",
+        "cuMemAllocManaged");
+  auto *buffer = reinterpret_cast<void *>(p);
+  c.bufferBytes[buffer] = bytes;
+  if (c.profile)
+    c.allocations[static_cast<uintptr_t>(p)] = bytes;
+  return buffer;
 }
 
 void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t bytes) {
@@ -254,11 +278,15 @@ void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t bytes) {
 void _mlir_memref_to_llvm_free(void *buffer) {
   if (!buffer)
     return;
-  // The device may still read the buffer: free it once the stream is idle.
+  // The device may still read the buffer: reuse it once the stream is idle.
   synchronize("free");
-  if (profiling())
-    context().allocations.erase(reinterpret_cast<uintptr_t>(buffer));
-  check(cuMemFree(reinterpret_cast<CUdeviceptr>(buffer)), "free", "cuMemFree");
+  Context &c = context();
+  if (c.profile)
+    c.allocations.erase(reinterpret_cast<uintptr_t>(buffer));
+  auto known = c.bufferBytes.find(buffer);
+  if (known == c.bufferBytes.end())
+    fail("free", "a buffer this runtime did not allocate");
+  c.pool[known->second].push_back(buffer);
 }
 
 void *mgpuModuleLoad(void *data, size_t) {
