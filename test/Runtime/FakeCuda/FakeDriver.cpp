@@ -11,7 +11,9 @@
 //     allocation (MLIR's 0xdeadbeef placeholder for the allocated pointer
 //     of a global's descriptor aside): a kernel given a host pointer, or a
 //     freed buffer, would fault on a GPU;
-//   - cuMemFree frees only live allocations.
+//   - cuMemFree frees only live allocations;
+//   - nothing runs before cuInit, and memory, modules, streams, events and
+//     launches need a context made current on the calling thread.
 // FAKE_CUDA_REPORT=1 prints, at exit, what the process did.
 //
 //===----------------------------------------------------------------------===//
@@ -78,6 +80,16 @@ Module parsePtx(const char *ptx) {
   return module;
 }
 
+bool initialized = false;
+thread_local bool contextCurrent = false;
+
+/// What the driver answers a call that needs a current context.
+CUresult contextState() {
+  if (!initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  return contextCurrent ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
 bool inLiveAllocation(uintptr_t p) {
   State &s = state();
   auto it = s.live.upper_bound(p);
@@ -103,8 +115,13 @@ bool fake_cuda_is_device_memory(const void *pointer, size_t bytes) {
   return p + bytes <= it->first + it->second;
 }
 
-CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
+CUresult cuInit(unsigned int) {
+  initialized = true;
+  return CUDA_SUCCESS;
+}
 CUresult cuDeviceGetCount(int *count) {
+  if (!initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
   *count = 1;
   return CUDA_SUCCESS;
 }
@@ -124,8 +141,15 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
-CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult cuCtxSetCurrent(CUcontext context) {
+  if (!initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  contextCurrent = context != nullptr;
+  return CUDA_SUCCESS;
+}
 CUresult cuStreamCreate(CUstream *stream, unsigned int) {
+  if (CUresult state = contextState(); state != CUDA_SUCCESS)
+    return state;
   static int token;
   *stream = reinterpret_cast<CUstream>(&token);
   return CUDA_SUCCESS;
@@ -143,11 +167,15 @@ CUresult cuGetErrorString(CUresult, const char **text) {
 }
 
 CUresult cuMemGetInfo(size_t *free, size_t *total) {
+  if (CUresult state = contextState(); state != CUDA_SUCCESS)
+    return state;
   *total = size_t(80) << 30;
   *free = *total;
   return CUDA_SUCCESS;
 }
 CUresult cuMemAllocManaged(CUdeviceptr *pointer, size_t bytes, unsigned int) {
+  if (CUresult state = contextState(); state != CUDA_SUCCESS)
+    return state;
   void *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!p)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -171,6 +199,8 @@ CUresult cuMemFree(CUdeviceptr pointer) {
 }
 
 CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  if (CUresult state = contextState(); state != CUDA_SUCCESS)
+    return state;
   const char *ptx = static_cast<const char *>(image);
   if (std::strncmp(ptx, "//", 2) != 0 || !std::strstr(ptx, ".version"))
     violation("cuModuleLoadData of something that is not PTX text");
@@ -201,6 +231,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
                         unsigned int blockX, unsigned int blockY,
                         unsigned int blockZ, unsigned int sharedBytes, CUstream,
                         void **params, void **extra) {
+  if (CUresult state = contextState(); state != CUDA_SUCCESS)
+    return state;
   const Kernel &kernel = *reinterpret_cast<const Kernel *>(function);
   if (blockX * blockY * blockZ > 1024 || blockZ > 64 || gridY > 65535 ||
       gridZ > 65535 || gridX == 0 || blockX == 0 || sharedBytes > 227 * 1024)
@@ -223,6 +255,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
 }
 
 CUresult cuEventCreate(CUevent *event, unsigned int) {
+  if (CUresult state = contextState(); state != CUDA_SUCCESS)
+    return state;
   static int token;
   *event = reinterpret_cast<CUevent>(&token);
   return CUDA_SUCCESS;
