@@ -25,8 +25,8 @@ static nlohmann::json toJson(const ModuleValue &v) {
 }
 
 std::string ModuleFile::serialize() const {
-  nlohmann::json header = {{"version", 1}, {"target", target},
-                           {"entry", entry}};
+  nlohmann::json header = {
+      {"version", 1}, {"target", target}, {"entry", entry}};
   if (!meshAxes.empty())
     header["mesh"] = {{"axes", meshAxes}, {"shape", meshShape}};
   header["arguments"] = nlohmann::json::array();
@@ -35,8 +35,16 @@ std::string ModuleFile::serialize() const {
   header["results"] = nlohmann::json::array();
   for (const ModuleValue &v : results)
     header["results"].push_back(toJson(v));
+  if (!native.empty()) {
+    header["program_bytes"] = program.size();
+    header["native"] = {{"triple", nativeTriple},
+                        {"cpu", nativeCpu},
+                        {"features", nativeFeatures},
+                        {"bytes", native.size()}};
+  }
   std::string text = header.dump(1);
-  return kMagic.str() + std::to_string(text.size()) + "\n" + text + program;
+  return kMagic.str() + std::to_string(text.size()) + "\n" + text + program +
+         native;
 }
 
 std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
@@ -56,10 +64,10 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
   }
   llvm::StringRef headerText = bytes.substr(newline + 1, length);
   ModuleFile file;
-  file.program = bytes.drop_front(newline + 1 + length).str();
+  llvm::StringRef body = bytes.drop_front(newline + 1 + length);
   try {
-    nlohmann::json header = nlohmann::json::parse(headerText.begin(),
-                                                  headerText.end());
+    nlohmann::json header =
+        nlohmann::json::parse(headerText.begin(), headerText.end());
     if (header.at("version") != 1) {
       error = "unsupported module version " + header["version"].dump();
       return std::nullopt;
@@ -67,8 +75,7 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
     file.target = header.at("target").get<std::string>();
     file.entry = header.at("entry").get<std::string>();
     if (header.contains("mesh")) {
-      file.meshAxes =
-          header["mesh"].at("axes").get<std::vector<std::string>>();
+      file.meshAxes = header["mesh"].at("axes").get<std::vector<std::string>>();
       file.meshShape = header["mesh"].at("shape").get<std::vector<int64_t>>();
     }
     auto readValues = [](const nlohmann::json &list,
@@ -91,6 +98,25 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
     };
     readValues(header.at("arguments"), file.arguments);
     readValues(header.at("results"), file.results);
+    // Without native code the program is the rest of the file.
+    uint64_t programBytes = body.size();
+    if (header.contains("native")) {
+      const nlohmann::json &native = header["native"];
+      programBytes = header.at("program_bytes").get<uint64_t>();
+      uint64_t nativeBytes = native.at("bytes").get<uint64_t>();
+      if (programBytes + nativeBytes != body.size()) {
+        error = "the module's program and native code are " +
+                std::to_string(programBytes + nativeBytes) +
+                " bytes by its header, but " + std::to_string(body.size()) +
+                " follow it";
+        return std::nullopt;
+      }
+      file.native = body.substr(programBytes).str();
+      file.nativeTriple = native.at("triple").get<std::string>();
+      file.nativeCpu = native.at("cpu").get<std::string>();
+      file.nativeFeatures = native.at("features").get<std::string>();
+    }
+    file.program = body.take_front(programBytes).str();
   } catch (const nlohmann::json::exception &e) {
     error = std::string("malformed module header: ") + e.what();
     return std::nullopt;

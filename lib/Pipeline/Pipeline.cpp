@@ -61,13 +61,13 @@ static constexpr const char *kToBuffers =
 /// Every loop nest in the form of a GPU kernel: parallel loops over blocks
 /// and threads (--form-gpu-kernels fuses row-wise neighbours first).
 /// Deallocations are placed but not lowered yet, so their helper loops stay
-/// host code. The simplification drops the ownership flags that placement
-/// threads through loops writing a buffer in place (a scatter), which
-/// would otherwise keep such a loop on the host.
+/// host code. Dropping the deallocations that free nothing removes the
+/// ownership flags placement threads through loops writing a buffer in
+/// place (a scatter), which would otherwise keep such a loop on the host.
 static constexpr const char *kToKernelLoops =
     "prepare-linalg-for-gpu,"
     "ownership-based-buffer-deallocation,canonicalize,"
-    "buffer-deallocation-simplification,canonicalize,"
+    "drop-self-retaining-deallocs,canonicalize,"
     "convert-linalg-to-parallel-loops,canonicalize,form-gpu-kernels,";
 
 /// Host code to the LLVM dialect: f32 math as inline polynomials, each

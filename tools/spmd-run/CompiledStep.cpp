@@ -18,8 +18,14 @@
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -137,6 +143,94 @@ struct Descriptor {
 
 } // namespace
 
+/// The runtime functions the lowering calls: memrefCopy (copies between
+/// buffers of different layouts; the runtime's, MemRefCopy.h), BLAS and
+/// MPI for cpu modules; for cuda modules the CUDA runtime's memory, kernel
+/// launches and cuBLAS, which take precedence.
+static llvm::orc::SymbolMap runtimeSymbols(
+    const CudaRuntimeLibrary *cuda,
+    llvm::function_ref<llvm::orc::SymbolStringPtr(const char *)> intern) {
+  llvm::orc::SymbolMap symbols;
+  auto add = [&](const char *name, auto *function) {
+    symbols[intern(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
+                             llvm::JITSymbolFlags::Exported};
+  };
+  add("memrefCopy", &memrefCopy);
+  add("spmd_matmul_f32", &spmd_matmul_f32);
+  add("spmd_matmul_f64", &spmd_matmul_f64);
+  add("spmd_matmul_bf16", &spmd_matmul_bf16);
+#ifdef SPMDC_HAVE_MPI
+  // The collectives --convert-dist-to-runtime calls.
+  add("spmd_collective_f32", &spmd_collective_f32);
+  add("spmd_collective_f64", &spmd_collective_f64);
+  add("spmd_collective_i64", &spmd_collective_i64);
+  add("spmd_collective_i32", &spmd_collective_i32);
+#endif
+  if (cuda)
+    for (auto [name, address] : cuda->symbols())
+      add(name, address);
+  return symbols;
+}
+
+/// Why this machine cannot run `file`'s native code (another triple, or a
+/// CPU feature it was compiled for and this CPU lacks); empty if it can.
+static std::string nativeMismatch(const ModuleFile &file) {
+  if (file.nativeTriple != llvm::sys::getProcessTriple())
+    return "it is for " + file.nativeTriple;
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  llvm::SmallVector<llvm::StringRef> features;
+  llvm::StringRef(file.nativeFeatures).split(features, ',', -1, false);
+  for (llvm::StringRef feature : features) {
+    auto it = host.find(feature.drop_front());
+    if (feature.starts_with("+") && it != host.end() && !it->second)
+      return "it is for " + file.nativeCpu + ", and this CPU lacks " +
+             feature.drop_front().str();
+  }
+  return "";
+}
+
+/// Links the module's native code (spmdc --aot) with ORC; null with
+/// `error` set on failure.
+static std::unique_ptr<llvm::orc::LLJIT>
+linkNative(const ModuleFile &file, const CudaRuntimeLibrary *cuda,
+           std::string &error) {
+  auto failed = [&](llvm::Error e) {
+    error =
+        "cannot link the module's native code: " + llvm::toString(std::move(e));
+    return nullptr;
+  };
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit)
+    return failed(jit.takeError());
+  llvm::orc::JITDylib &library = (*jit)->getMainJITDylib();
+  auto intern = [&](const char *name) { return (*jit)->mangleAndIntern(name); };
+  if (llvm::Error e = library.define(
+          llvm::orc::absoluteSymbols(runtimeSymbols(cuda, intern))))
+    return failed(std::move(e));
+  // libc and libm (malloc, expf, ...) from this process.
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process)
+    return failed(process.takeError());
+  library.addGenerator(std::move(*process));
+  if (llvm::Error e = (*jit)->addObjectFile(
+          llvm::MemoryBuffer::getMemBufferCopy(file.native, "step.o")))
+    return failed(std::move(e));
+  return std::move(*jit);
+}
+
+/// The address of `name` in linked native code, or null with `error` set.
+template <typename Function>
+static Function nativeFunction(llvm::orc::LLJIT &jit, const char *name,
+                               std::string &error) {
+  auto address = jit.lookup(name);
+  if (!address) {
+    error = "the module's native code: " + llvm::toString(address.takeError());
+    return nullptr;
+  }
+  return address->toPtr<Function>();
+}
+
 std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
                                                  MLIRContext &context,
                                                  const Options &options,
@@ -172,6 +266,31 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   }
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
+  // Native code (spmdc --aot) is linked, not compiled, where the CPU can
+  // run it; elsewhere the program is compiled as without it.
+  if (!file.native.empty()) {
+    std::string mismatch = nativeMismatch(file);
+    if (mismatch.empty()) {
+      step->native = linkNative(file, step->cuda.get(), error);
+      if (!step->native)
+        return nullptr;
+      using Init = void (*)();
+      auto init = nativeFunction<Init>(*step->native, "spmd_step_init", error);
+      step->nativeMain = nativeFunction<void (*)(void **)>(
+          *step->native, "spmd_step_main", error);
+      step->nativeFini =
+          nativeFunction<Init>(*step->native, "spmd_step_fini", error);
+      if (!init || !step->nativeMain || !step->nativeFini)
+        return nullptr;
+      // The module's constructors: a CUDA module loads its kernels.
+      init();
+      spdlog::info("running the module's native code ({})", file.nativeCpu);
+      return step;
+    }
+    spdlog::info("compiling the module's program: its native code does not "
+                 "run here ({})",
+                 mismatch);
+  }
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
@@ -223,32 +342,10 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
     return nullptr;
   }
   step->engine = std::move(*engine);
-  // The runtime functions the lowering calls: memrefCopy (copies between
-  // buffers of different layouts; the runtime's, MemRefCopy.h), BLAS and
-  // MPI for cpu modules; for cuda modules the CUDA runtime's memory,
-  // kernel launches and cuBLAS, which take precedence.
   const CudaRuntimeLibrary *cuda = step->cuda.get();
   step->engine->registerSymbols([cuda](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    auto add = [&](const char *name, auto *function) {
-      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
-                                 llvm::JITSymbolFlags::Exported};
-    };
-    add("memrefCopy", &memrefCopy);
-    add("spmd_matmul_f32", &spmd_matmul_f32);
-    add("spmd_matmul_f64", &spmd_matmul_f64);
-    add("spmd_matmul_bf16", &spmd_matmul_bf16);
-#ifdef SPMDC_HAVE_MPI
-    // The collectives --convert-dist-to-runtime calls.
-    add("spmd_collective_f32", &spmd_collective_f32);
-    add("spmd_collective_f64", &spmd_collective_f64);
-    add("spmd_collective_i64", &spmd_collective_i64);
-    add("spmd_collective_i32", &spmd_collective_i32);
-#endif
-    if (cuda)
-      for (auto [name, address] : cuda->symbols())
-        add(name, address);
-    return symbols;
+    return runtimeSymbols(cuda,
+                          [&](const char *name) { return interner(name); });
   });
   return step;
 }
@@ -272,6 +369,10 @@ void CompiledStep::release(void *buffer) const {
 CompiledStep::~CompiledStep() {
   for (const Buffer &buffer : arguments)
     release(buffer.allocated);
+  // Native code's destructors (kernel modules unloaded) before the CUDA
+  // runtime ends; the engine runs the program's own as it goes.
+  if (nativeFini)
+    nativeFini();
 }
 
 void CompiledStep::keepResident(
@@ -325,7 +426,9 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
   std::vector<int64_t> resultStorage(resultFields);
   packed.push_back(resultStorage.data());
 
-  if (llvm::Error e = engine->invokePacked(file.entry, packed)) {
+  if (nativeMain) {
+    nativeMain(packed.data());
+  } else if (llvm::Error e = engine->invokePacked(file.entry, packed)) {
     error = "the step failed: " + llvm::toString(std::move(e));
     return false;
   }

@@ -1,8 +1,9 @@
 //===- CompiledStep.h - a module's step, JIT-compiled -----------*- C++ -*-===//
 //
 // Loads the program of an spmdc module (LLVM dialect) into MLIR's
-// ExecutionEngine and calls its step on host tensors: arguments in as
-// memref descriptors of their dtype, results read back.
+// ExecutionEngine, or links its native code (spmdc --aot), and calls its
+// step on host tensors: arguments in as memref descriptors of their dtype,
+// results read back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,9 @@
 namespace mlir {
 class ExecutionEngine;
 } // namespace mlir
+namespace llvm::orc {
+class LLJIT;
+} // namespace llvm::orc
 
 namespace spmdc {
 
@@ -84,6 +88,11 @@ private:
   /// unload kernel modules) goes first.
   std::unique_ptr<CudaRuntimeLibrary> cuda;
   std::unique_ptr<mlir::ExecutionEngine> engine;
+  /// Or the module's native code (spmdc --aot), linked: its packed entry
+  /// and its destructors.
+  std::unique_ptr<llvm::orc::LLJIT> native;
+  void (*nativeMain)(void **) = nullptr;
+  void (*nativeFini)() = nullptr;
 };
 
 } // namespace spmdc

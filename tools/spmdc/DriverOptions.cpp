@@ -38,6 +38,15 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_flag("--gpu-kernels-on-cpu", options.gpuKernelsOnCpu,
                "--target=cpu: form the kernels the CUDA target would and run "
                "them on the host, to check them without a GPU");
+  app.add_flag("--aot", options.aot,
+               "module stage: also compile the step's host code to native "
+               "code, so spmd-run links it instead of compiling it");
+  app.add_option("--aot-cpu", options.aotCpu,
+                 "the CPU the --aot code is for: an LLVM CPU name "
+                 "(x86-64-v3, sapphirerapids, ...) or native (this machine)");
+  app.add_option("--aot-opt-level", options.aotOptLevel,
+                 "--aot code generation level, as spmd-run's --opt-level")
+      ->check(CLI::Range(0, 3));
   app.add_option("--emit", options.emit, "the stage whose output to write")
       ->check(CLI::IsMember({"import", "decompose", "autodiff", "partition",
                              "shard", "lower", "module"}));

@@ -25,6 +25,10 @@ struct DriverOptions {
   /// Where to write each kernel module's PTX (cuda), or empty.
   std::string ptxDir;
   bool gpuKernelsOnCpu = false;
+  /// Compile the host code ahead of time (module stage), for this CPU.
+  bool aot = false;
+  std::string aotCpu = "native";
+  unsigned aotOptLevel = 1;
   std::string precision = "f32";
   std::string emit = "module";
   std::string partition = "min-cut";

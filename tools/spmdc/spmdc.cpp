@@ -10,9 +10,10 @@
 
 #include "spmdc/Import/Import.h"
 #include "spmdc/InitAll.h"
-#include "spmdc/Pipeline/Pipeline.h"
 #include "spmdc/Module/ModuleFile.h"
 #include "spmdc/Module/ModuleSignature.h"
+#include "spmdc/Pipeline/NativeCode.h"
+#include "spmdc/Pipeline/Pipeline.h"
 #include "spmdc/Report/CompileReport.h"
 #include "spmdc/Sharding/ShardSpec.h"
 #include "spmdc/Support/Diagnostics.h"
@@ -21,18 +22,18 @@
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
-#include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -128,6 +129,17 @@ int main(int argc, char **argv) {
   if (options.gpuKernelsOnCpu && options.target != "cpu") {
     llvm::errs() << "spmdc: error: --gpu-kernels-on-cpu runs the kernels on "
                     "the host; it goes with --target=cpu\n";
+    return 2;
+  }
+  if (!options.aot &&
+      (options.aotCpu != "native" || options.aotOptLevel != 1)) {
+    llvm::errs() << "spmdc: error: --aot-cpu and --aot-opt-level go with "
+                    "--aot\n";
+    return 2;
+  }
+  if (options.aot && pipeline.emit != spmdc::Stage::Module) {
+    llvm::errs() << "spmdc: error: --aot compiles the module's host code; it "
+                    "goes with --emit=module\n";
     return 2;
   }
   // MLIR's own dialects and passes: the lowering stages run them.
@@ -229,8 +241,8 @@ int main(int argc, char **argv) {
     std::unique_ptr<llvm::ToolOutputFile> report =
         openOutputFile(options.report, &errorMessage);
     if (!report) {
-      llvm::errs() << "spmdc: error: " << options.report << ": "
-                   << errorMessage << "\n";
+      llvm::errs() << "spmdc: error: " << options.report << ": " << errorMessage
+                   << "\n";
       return 1;
     }
     report->os() << spmdc::buildCompileReport(*module, ms);
@@ -266,6 +278,20 @@ int main(int argc, char **argv) {
     llvm::raw_string_ostream program(moduleFile->program);
     if (failed(writeBytecodeToFile(*module, program)))
       return 1;
+    if (options.aot) {
+      spmdc::NativeCodeOptions native;
+      native.entry = moduleFile->entry;
+      native.cpu = options.aotCpu;
+      native.optLevel = options.aotOptLevel;
+      FailureOr<spmdc::NativeObject> object =
+          spmdc::compileToObject(*module, native);
+      if (failed(object))
+        return 1;
+      moduleFile->native = std::move(object->bytes);
+      moduleFile->nativeTriple = object->triple;
+      moduleFile->nativeCpu = object->cpu;
+      moduleFile->nativeFeatures = object->features;
+    }
     output->os() << moduleFile->serialize();
   } else {
     module->print(output->os());

@@ -166,6 +166,22 @@ def UniqueKernelNames : Pass<"unique-kernel-names", "::mlir::ModuleOp"> {
   }];
 }
 
+def DropSelfRetainingDeallocs
+    : Pass<"drop-self-retaining-deallocs", "::mlir::ModuleOp"> {
+  let summary = "Remove deallocations that retain the one buffer they free";
+  let description = [{
+    `ownership-based-buffer-deallocation` threads an ownership flag through
+    each loop that writes a buffer in place and puts
+    `bufferization.dealloc (%m) if (%c) retain (%m)` in its body. Such an op
+    frees nothing (its one buffer is retained) and returns `%c` as the
+    retained buffer's ownership, so this pass replaces its result by `%c`
+    and erases it; canonicalization then removes the flag from the loop,
+    which `--form-gpu-kernels` can turn into a kernel. This is one case of
+    `buffer-deallocation-simplification`, without the alias analysis that
+    made that pass take four minutes on GPT-2 small.
+  }];
+}
+
 def FormGpuKernels : Pass<"form-gpu-kernels", "::mlir::ModuleOp"> {
   let summary = "Fuse row loops and map every loop nest of a step to GPU blocks and threads";
   let description = [{

@@ -6,6 +6,7 @@
 //   <header byte count>\n
 //   <header: JSON, the step's signature and target>
 //   <program: MLIR bytecode of the step lowered to the LLVM dialect>
+//   <native: the host code compiled ahead of time (spmdc --aot), if any>
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +46,10 @@ struct ModuleFile {
   std::vector<ModuleValue> arguments, results;
   /// MLIR bytecode of the program (LLVM dialect).
   std::string program;
+  /// The program's host code as an ELF object (spmdc --aot; see
+  /// spmdc/Pipeline/NativeCode.h for what it defines), for `nativeCpu`
+  /// with `nativeFeatures`; empty without --aot.
+  std::string native, nativeTriple, nativeCpu, nativeFeatures;
 
   /// The file's bytes.
   std::string serialize() const;

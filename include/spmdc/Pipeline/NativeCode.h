@@ -1,0 +1,52 @@
+//===- NativeCode.h - a lowered step as a host object file ------*- C++ -*-===//
+//
+// `spmdc --aot`: the step's host code, lowered to the LLVM dialect,
+// compiled ahead of time to a relocatable object for this machine's CPU
+// (or a named one), so that spmd-run links it instead of compiling it
+// (docs/module.md). The object defines three C functions:
+//
+//   void spmd_step_init(void);      the module's constructors (a CUDA
+//                                   module loads its kernels here)
+//   void spmd_step_main(void **);   the entry, packed: args[i] points at
+//                                   the i-th scalar argument, args[n] at
+//                                   the result (ExecutionEngine's
+//                                   invokePacked convention)
+//   void spmd_step_fini(void);      the module's destructors
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_PIPELINE_NATIVECODE_H
+#define SPMDC_PIPELINE_NATIVECODE_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace spmdc {
+
+struct NativeObject {
+  /// ELF relocatable object.
+  std::string bytes;
+  std::string triple, cpu;
+  /// The CPU features the code may use, "+avx2,+fma,...".
+  std::string features;
+};
+
+struct NativeCodeOptions {
+  /// The entry function of the step.
+  std::string entry = "main";
+  /// An LLVM CPU name, or "native": this machine's CPU and features.
+  std::string cpu = "native";
+  /// Codegen level 0-3; 2 and 3 also run LLVM's IR optimizations (as
+  /// spmd-run's --opt-level).
+  unsigned optLevel = 1;
+};
+
+/// Compiles `module` (LLVM dialect, possibly with gpu.binary ops) to an
+/// object; fails with a diagnostic on the module.
+mlir::FailureOr<NativeObject> compileToObject(mlir::ModuleOp module,
+                                              const NativeCodeOptions &options);
+
+} // namespace spmdc
+
+#endif // SPMDC_PIPELINE_NATIVECODE_H
