@@ -38,7 +38,8 @@ std::optional<int> parseRunOptions(int argc, char **argv, RunOptions &options) {
   app.add_option("--opt-level", options.optLevel,
                  "compiled modules: LLVM optimisation of the JIT: 0 none "
                  "(fastest to compile), 1 instruction selection and "
-                 "scheduling (default), 2 and 3 also LLVM's IR passes")
+                 "scheduling (default), 2 and 3 also LLVM's IR passes; "
+                 "native code (spmdc --aot) is linked as compiled")
       ->check(CLI::Range(0, 3));
   app.add_option("--log-level", options.logLevel, "log level (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
