@@ -41,12 +41,54 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <numeric>
 #include <cstdlib>
 
 using namespace mlir;
 
 /// Writes each kernel module's PTX (the objects of the gpu.binary ops the
 /// CUDA lowering leaves) to dir/NAME.ptx.
+/// Puts every use-list of `module` in one fixed order: by position in the
+/// module, last use first, as reading the module creates them. MLIR's
+/// bytecode records use-list orders, which follow the order passes created
+/// the uses in, and that order depends on pointer values in places (the
+/// affine vectorizer's sets of loops): without this, two compiles of one
+/// step wrote different bytes.
+static void fixUseListOrders(ModuleOp module) {
+  llvm::DenseMap<Operation *, unsigned> position;
+  module.walk<WalkOrder::PreOrder>(
+      [&](Operation *op) { position[op] = position.size(); });
+  // New positions for the uses in their current order; the key of a use is
+  // (its owner's position, its operand number), largest first.
+  auto order = [&](auto uses) {
+    SmallVector<std::pair<unsigned, unsigned>> keys;
+    for (auto &use : uses)
+      keys.emplace_back(position.lookup(use.getOwner()),
+                        use.getOperandNumber());
+    SmallVector<unsigned> byKey(keys.size());
+    std::iota(byKey.begin(), byKey.end(), 0);
+    llvm::sort(byKey, [&](unsigned a, unsigned b) { return keys[a] > keys[b]; });
+    SmallVector<unsigned> indices(keys.size());
+    for (auto [newPosition, use] : llvm::enumerate(byKey))
+      indices[use] = newPosition;
+    return indices;
+  };
+  auto fix = [&](auto &&object) {
+    if (!object.use_empty() && !object.hasOneUse())
+      object.shuffleUseList(order(object.getUses()));
+  };
+  module.walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      fix(result);
+    for (Region &region : op->getRegions())
+      for (Block &block : region) {
+        fix(block);
+        for (BlockArgument argument : block.getArguments())
+          fix(argument);
+      }
+  });
+}
+
 static LogicalResult writeKernels(ModuleOp module, llvm::StringRef dir) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
     llvm::errs() << "spmdc: error: " << dir << ": " << ec.message() << "\n";
@@ -276,6 +318,7 @@ int main(int argc, char **argv) {
   }
   if (moduleFile) {
     llvm::raw_string_ostream program(moduleFile->program);
+    fixUseListOrders(*module);
     if (failed(writeBytecodeToFile(*module, program)))
       return 1;
     if (options.aot) {

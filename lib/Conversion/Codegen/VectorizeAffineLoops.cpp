@@ -1,12 +1,21 @@
 //===- VectorizeAffineLoops.cpp - SIMD for the CPU's affine loops ---------===//
 //
 // --vectorize-affine-loops: MLIR's affine super-vectorizer on the parallel
-// loops whose accesses all use identity layouts. The vectorizer handles only
-// those, and reports every candidate loop that touches another layout (a
-// slice of a tensor, such as the rotary embedding's halves) as an error
-// ("NYI: non-trivial layout map") while leaving it scalar and succeeding:
-// a successful compile printed errors. Choosing the candidates here keeps
-// its behaviour and drops the noise.
+// and reduction loops whose accesses all use identity layouts.
+//
+// - Reductions: linalg's loops accumulate in memory (`C[i] = C[i] + A[i,
+//   k]` in the loop over k), which the vectorizer does not recognise. An
+//   innermost loop whose only access to an allocation is one load and one
+//   store at indices that do not depend on it carries the value in a
+//   register instead (load before, iter_args, store after), and then
+//   vectorizes as a reduction: 8 partial sums, added at the end.
+// - The vectorizer handles only identity layouts, and reports every
+//   candidate loop that touches another layout (a slice of a tensor, such
+//   as the rotary embedding's halves) as an error ("NYI: non-trivial layout
+//   map") while leaving it scalar and succeeding: a successful compile
+//   printed errors. Such loops are not offered to it.
+// - Loops shorter than a vector (a `4x16x1` result's last dim) stay
+//   scalar: vectorized, they are all masked lanes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +23,12 @@
 
 #include "mlir/Dialect/Affine/Analysis/AffineAnalysis.h"
 #include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Affine/Analysis/LoopAnalysis.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace spmdc {
 #define GEN_PASS_DEF_VECTORIZEAFFINELOOPS
@@ -39,6 +53,97 @@ bool accessesIdentityLayoutsOnly(affine::AffineForOp loop) {
   return !walk.wasInterrupted();
 }
 
+/// The allocation `memref` is a view of, or null if it is not one (a
+/// function argument may alias another).
+Operation *allocationOf(Value memref) {
+  while (Operation *def = memref.getDefiningOp()) {
+    if (isa<memref::AllocOp, memref::AllocaOp>(def))
+      return def;
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return nullptr;
+    memref = view.getViewSource();
+  }
+  return nullptr;
+}
+
+/// In an innermost `loop` with no results: the one load and one store of an
+/// allocation that nothing else in the loop reads or writes, at the same
+/// loop-invariant indices, the store's value computed from the load's (a
+/// reduction through memory); null if there is none.
+std::pair<affine::AffineLoadOp, affine::AffineStoreOp>
+memoryCarriedReduction(affine::AffineForOp loop) {
+  if (loop.getNumResults() != 0 ||
+      !loop.getBody()->getOps<affine::AffineForOp>().empty())
+    return {};
+  // Per allocation, the accesses to it in the loop.
+  llvm::MapVector<Operation *, SmallVector<Operation *>> accesses;
+  bool unknownEffects = false;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    Value memref;
+    if (auto load = dyn_cast<affine::AffineLoadOp>(op))
+      memref = load.getMemRef();
+    else if (auto store = dyn_cast<affine::AffineStoreOp>(op))
+      memref = store.getMemRef();
+    else if (!isMemoryEffectFree(&op))
+      unknownEffects = true;
+    if (!memref)
+      continue;
+    accesses[allocationOf(memref)].push_back(&op);
+  }
+  if (unknownEffects)
+    return {};
+  for (auto &[allocation, ops] : accesses) {
+    if (!allocation || ops.size() != 2)
+      continue;
+    auto load = dyn_cast<affine::AffineLoadOp>(ops[0]);
+    auto store = dyn_cast<affine::AffineStoreOp>(ops[1]);
+    if (!load || !store || load.getMemRef() != store.getMemRef() ||
+        load.getAffineMap() != store.getAffineMap() ||
+        load.getMapOperands() != store.getMapOperands() ||
+        llvm::is_contained(load.getMapOperands(), loop.getInductionVar()))
+      continue;
+    bool invariant = llvm::all_of(load.getMapOperands(), [&](Value index) {
+      return !loop->isAncestor(index.getParentBlock()->getParentOp());
+    });
+    if (invariant)
+      return {load, store};
+  }
+  return {};
+}
+
+/// Carries `load`'s value through `loop` in a register: loaded before,
+/// passed through iter_args, stored after.
+void carryInRegister(affine::AffineForOp loop, affine::AffineLoadOp load,
+                     affine::AffineStoreOp store) {
+  OpBuilder b(loop);
+  auto initial = affine::AffineLoadOp::create(
+      b, load.getLoc(), load.getMemRef(), load.getAffineMap(),
+      load.getMapOperands());
+  IRRewriter rewriter(loop.getContext());
+  FailureOr<LoopLikeOpInterface> carried =
+      loop.replaceWithAdditionalYields(
+          rewriter, initial.getResult(), /*replaceInitOperandUsesInLoop=*/false,
+          [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
+            return SmallVector<Value>{store.getValue()};
+          });
+  auto newLoop = cast<affine::AffineForOp>(carried->getOperation());
+  Value accumulator = newLoop.getRegionIterArgs().back();
+  load.getResult().replaceAllUsesWith(accumulator);
+  b.setInsertionPointAfter(newLoop);
+  affine::AffineStoreOp::create(b, store.getLoc(), newLoop.getResults().back(),
+                                store.getMemRef(), store.getAffineMap(),
+                                store.getMapOperands());
+  store.erase();
+  load.erase();
+}
+
+/// True if `loop` has a constant trip count below `lanes`.
+bool shorterThan(affine::AffineForOp loop, int64_t lanes) {
+  std::optional<uint64_t> trips = affine::getConstantTripCount(loop);
+  return trips && *trips < static_cast<uint64_t>(lanes);
+}
+
 struct VectorizeAffineLoopsPass
     : spmdc::impl::VectorizeAffineLoopsBase<VectorizeAffineLoopsPass> {
   using VectorizeAffineLoopsBase::VectorizeAffineLoopsBase;
@@ -50,15 +155,33 @@ struct VectorizeAffineLoopsPass
           << static_cast<int64_t>(vectorSize);
       return signalPassFailure();
     }
-    llvm::DenseSet<Operation *> candidates;
+    int64_t lanes = vectorSize;
+    SmallVector<std::tuple<affine::AffineForOp, affine::AffineLoadOp,
+                           affine::AffineStoreOp>>
+        reductions;
     getOperation().walk([&](affine::AffineForOp loop) {
-      if (affine::isLoopParallel(loop) && accessesIdentityLayoutsOnly(loop))
-        candidates.insert(loop);
+      auto [load, store] = memoryCarriedReduction(loop);
+      if (load && !shorterThan(loop, lanes))
+        reductions.emplace_back(loop, load, store);
+    });
+    for (auto [loop, load, store] : reductions)
+      carryInRegister(loop, load, store);
+
+    llvm::DenseSet<Operation *> candidates;
+    affine::ReductionLoopMap reductionLoops;
+    getOperation().walk([&](affine::AffineForOp loop) {
+      SmallVector<affine::LoopReduction, 2> loopReductions;
+      if (!affine::isLoopParallel(loop, &loopReductions) ||
+          !accessesIdentityLayoutsOnly(loop) || shorterThan(loop, lanes))
+        return;
+      candidates.insert(loop);
+      if (!loopReductions.empty())
+        reductionLoops[loop] = loopReductions;
     });
     // The innermost dim, the one whose accesses are contiguous, is the one
     // vectorized (the pass's test-fastest-varying=0).
-    affine::vectorizeAffineLoops(getOperation(), candidates,
-                                 {static_cast<int64_t>(vectorSize)}, {0});
+    affine::vectorizeAffineLoops(getOperation(), candidates, {lanes}, {0},
+                                 reductionLoops);
   }
 };
 

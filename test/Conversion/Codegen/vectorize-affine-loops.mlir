@@ -39,3 +39,82 @@ func.func @strided(%a: memref<32xf32, strided<[2], offset: 1>>, %b: memref<32xf3
   return
 }
 
+
+// -----
+
+// A reduction through memory (linalg's loops: C[i] = C[i] + A[i, k]) is
+// carried in a register, then vectorized as a reduction: 8 partial sums in
+// a vector, one horizontal add after the loop, one store.
+
+// CHECK-LABEL: func.func @row_sum
+// CHECK: affine.for %[[I:.*]] = 0 to 4 {
+// CHECK: %[[INIT:.*]] = affine.load %[[C:.*]][%[[I]]] : memref<4xf32>
+// CHECK: %[[SUM:.*]] = affine.for %{{.*}} = 0 to 64 step 8 iter_args(%{{.*}} = %{{.*}}) -> (vector<8xf32>)
+// CHECK: vector.transfer_read
+// CHECK: arith.addf {{.*}} : vector<8xf32>
+// CHECK: %[[TOTAL:.*]] = vector.reduction <add>, %[[SUM]] : vector<8xf32> into f32
+// CHECK: %[[NEW:.*]] = arith.addf %[[TOTAL]], %[[INIT]] : f32
+// CHECK: affine.store %[[NEW]], %[[C]][%[[I]]] : memref<4xf32>
+func.func @row_sum(%a: memref<4x64xf32>) -> memref<4xf32> {
+  %c = memref.alloc() : memref<4xf32>
+  affine.for %i = 0 to 4 {
+    affine.for %k = 0 to 64 {
+      %x = affine.load %a[%i, %k] : memref<4x64xf32>
+      %acc = affine.load %c[%i] : memref<4xf32>
+      %s = arith.addf %acc, %x : f32
+      affine.store %s, %c[%i] : memref<4xf32>
+    }
+  }
+  return %c : memref<4xf32>
+}
+
+// -----
+
+// Not a reduction to carry: the accumulator is a function argument (it may
+// alias the input), or the loop also reads the accumulator elsewhere.
+
+// CHECK-LABEL: func.func @may_alias
+// CHECK-NOT: iter_args
+// CHECK-LABEL: func.func @read_twice
+// CHECK-NOT: iter_args
+func.func @may_alias(%a: memref<4x64xf32>, %c: memref<4xf32>) {
+  affine.for %i = 0 to 4 {
+    affine.for %k = 0 to 64 {
+      %x = affine.load %a[%i, %k] : memref<4x64xf32>
+      %acc = affine.load %c[%i] : memref<4xf32>
+      %s = arith.addf %acc, %x : f32
+      affine.store %s, %c[%i] : memref<4xf32>
+    }
+  }
+  return
+}
+func.func @read_twice(%a: memref<4x64xf32>) -> memref<4xf32> {
+  %c = memref.alloc() : memref<4xf32>
+  affine.for %i = 0 to 4 {
+    affine.for %k = 0 to 64 {
+      %x = affine.load %a[%i, %k] : memref<4x64xf32>
+      %acc = affine.load %c[%i] : memref<4xf32>
+      %other = affine.load %c[0] : memref<4xf32>
+      %t = arith.addf %acc, %other : f32
+      %s = arith.addf %t, %x : f32
+      affine.store %s, %c[%i] : memref<4xf32>
+    }
+  }
+  return %c : memref<4xf32>
+}
+
+// -----
+
+// A loop shorter than a vector stays scalar.
+
+// CHECK-LABEL: func.func @short
+// CHECK: affine.for %{{.*}} = 0 to 4 {
+// CHECK-NOT: vector
+func.func @short(%a: memref<4xf32>, %b: memref<4xf32>) {
+  affine.for %i = 0 to 4 {
+    %x = affine.load %a[%i] : memref<4xf32>
+    %y = arith.addf %x, %x : f32
+    affine.store %y, %b[%i] : memref<4xf32>
+  }
+  return
+}
