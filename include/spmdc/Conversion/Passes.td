@@ -313,15 +313,25 @@ def NumberConstantGlobals : Pass<"number-constant-globals", "::mlir::ModuleOp"> 
 }
 
 def VectorizeAffineLoops : Pass<"vectorize-affine-loops", "::mlir::func::FuncOp"> {
-  let summary = "SIMD for parallel affine loops over identity-layout buffers";
+  let summary = "SIMD for affine loops: parallel ones and reductions";
   let description = [{
     Runs MLIR's affine super-vectorizer (`affine-super-vectorize` with
-    `test-fastest-varying=0`: the innermost, contiguous dim) on the
-    parallel `affine.for` loops whose loads and stores all use identity
-    layouts. The vectorizer cannot handle other layouts and reports each
-    candidate loop that touches one as an error while leaving it scalar;
-    choosing the candidates here keeps what it vectorizes and removes those
-    reports, which made successful compiles print errors.
+    `test-fastest-varying=0`: the innermost, contiguous dim, and
+    reductions) on the CPU target's loops, after preparing them:
+
+    - A reduction through memory, as linalg's loops write it (`C[i] =
+      C[i] + A[i, k]` inside the loop over k), is carried in a register:
+      when an innermost loop's only accesses to an allocation are one load
+      and one store at the same indices that do not depend on the loop,
+      and nothing else in the loop has side effects, the value is loaded
+      before the loop, passed through `iter_args` and stored after it. The
+      vectorizer then makes it a vector of partial sums reduced once at the
+      end. Function arguments are left alone: they may alias.
+    - Only loops whose loads and stores all use identity layouts are
+      offered: the vectorizer reports every other candidate as an error
+      ("NYI: non-trivial layout map") while leaving it scalar, which made
+      successful compiles print errors.
+    - Loops with fewer iterations than a vector stay scalar.
   }];
   let options = [
     Option<"vectorSize", "vector-size", "unsigned", /*default=*/"8",
