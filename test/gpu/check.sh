@@ -41,6 +41,10 @@ for lib in libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
   [ -n "$found" ] || { log "no $lib on this machine"; exit 1; }
   libdirs=$libdirs:$(dirname "$found")
 done
+# The driver: where the loader finds it, or the lent machines' mount.
+for dir in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+  [ -e "$dir/libcuda.so.1" ] && libdirs=$libdirs:$dir
+done
 export LD_LIBRARY_PATH=$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH="$b/bin:$CUDA_HOME/bin:$PATH"
 echo "libraries: $LD_LIBRARY_PATH" | tee -a "$out/summary.txt"
