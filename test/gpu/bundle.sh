@@ -73,6 +73,9 @@ if ! ldconfig -p | grep -q libcuda.so.1; then
   grep -q "CUDA" "$stage/err" || { cat "$stage/err" >&2; exit 1; }
 fi
 
+# Which source the bundle was made from, for check.sh to report.
+git describe --always --dirty >"$b/commit" 2>/dev/null || echo unknown >"$b/commit"
+
 mkdir -p "$(dirname "$output")"
 tar -C "$stage" -cf - spmdc | xz -9 -T2 >"$output"
 size=$(stat -c %s "$output")

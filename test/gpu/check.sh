@@ -32,6 +32,12 @@ rm -rf "$b"
 python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
   .gpu-bundle/spmdc-gpu.tar.xz "$b"
 b=$b/spmdc
+made=$(cat "$b/commit" 2>/dev/null || echo unknown)
+here=$(git describe --always --dirty 2>/dev/null || echo unknown)
+echo "bundle made from $made; this checkout is $here" | tee -a "$out/summary.txt"
+[ "$made" = "$here" ] ||
+  echo "warning: the bundle is not from this checkout (run test/gpu/bundle.sh)" |
+  tee -a "$out/summary.txt"
 # cuBLAS and NCCL: the toolkit's, else the pip wheels PyTorch brought.
 libdirs=$b/lib
 for lib in libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
