@@ -44,15 +44,15 @@ struct Context {
   std::map<CUmodule, std::map<std::string, std::vector<spmdc::rt::PtxParam>>>
       moduleEntries;
   std::map<CUfunction, Kernel> kernels;
-  /// Live allocations, start -> bytes (profiling only).
-  std::map<uintptr_t, size_t> allocations;
   /// A step allocates and frees the same sizes every time, about a
   /// thousand buffers for gpt2-mini, and cuMemAllocManaged and cuMemFree
   /// cost tens of microseconds each: a freed buffer waits here for the
   /// next request of its size (bytes -> buffers), and goes back to the
   /// driver at spmd_cuda_finalize.
   std::unordered_map<uint64_t, std::vector<void *>> pool;
-  std::unordered_map<void *, uint64_t> bufferBytes;
+  /// Every buffer the driver gave, pooled or in use: start -> bytes. The
+  /// profile finds the buffers a launch touches in it.
+  std::map<uintptr_t, uint64_t> bufferBytes;
   struct Profiled {
     double ms = 0, bytes = 0;
     int64_t calls = 0;
@@ -100,8 +100,8 @@ void printProfile() {
   }
 }
 
-/// Bytes of the distinct live allocations the pointer parameters of a
-/// launch point into: the buffers the kernel can touch.
+/// Bytes of the distinct buffers the pointer parameters of a launch point
+/// into: what the kernel can touch.
 double launchFootprint(const Context::Kernel &kernel, void **params) {
   Context &c = context();
   std::vector<uintptr_t> buffers;
@@ -111,8 +111,8 @@ double launchFootprint(const Context::Kernel &kernel, void **params) {
       continue;
     uintptr_t p;
     std::memcpy(&p, params[i], sizeof p);
-    auto it = c.allocations.upper_bound(p);
-    if (it == c.allocations.begin())
+    auto it = c.bufferBytes.upper_bound(p);
+    if (it == c.bufferBytes.begin())
       continue;
     --it;
     if (p > it->first + it->second ||
@@ -242,8 +242,6 @@ void *_mlir_memref_to_llvm_alloc(uint64_t bytes) {
       pooled != c.pool.end() && !pooled->second.empty()) {
     void *buffer = pooled->second.back();
     pooled->second.pop_back();
-    if (c.profile)
-      c.allocations[reinterpret_cast<uintptr_t>(buffer)] = bytes;
     return buffer;
   }
   // Managed memory beyond what the device has free can hang the GPU, not
@@ -261,9 +259,7 @@ void *_mlir_memref_to_llvm_alloc(uint64_t bytes) {
   check(cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL), "alloc",
         "cuMemAllocManaged");
   auto *buffer = reinterpret_cast<void *>(p);
-  c.bufferBytes[buffer] = bytes;
-  if (c.profile)
-    c.allocations[static_cast<uintptr_t>(p)] = bytes;
+  c.bufferBytes[static_cast<uintptr_t>(p)] = bytes;
   return buffer;
 }
 
@@ -281,9 +277,7 @@ void _mlir_memref_to_llvm_free(void *buffer) {
   // The device may still read the buffer: reuse it once the stream is idle.
   synchronize("free");
   Context &c = context();
-  if (c.profile)
-    c.allocations.erase(reinterpret_cast<uintptr_t>(buffer));
-  auto known = c.bufferBytes.find(buffer);
+  auto known = c.bufferBytes.find(reinterpret_cast<uintptr_t>(buffer));
   if (known == c.bufferBytes.end())
     fail("free", "a buffer this runtime did not allocate");
   c.pool[known->second].push_back(buffer);
