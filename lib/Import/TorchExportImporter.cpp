@@ -1,10 +1,13 @@
 //===- TorchExportImporter.cpp - torch.export programs into tg ------------===//
 //
 // Reads a `.pt2` archive (a zip, read with libzip) or a bare ExportedProgram
-// JSON file: the graph signature gives @main's arguments (parameters with
-// their weights as `tg.init`, user inputs as data; buffers and constants
-// become constants), each node becomes tg ops through AtenOps.cpp, and the
-// loss output (or an appended cross-entropy) becomes the loss result.
+// JSON file: the graph signature gives @main's arguments (parameters, with
+// a `tg.init_ref` to where their weights lie in the archive, never the
+// weights themselves; user inputs as data; buffers the model mutates as
+// state, also by reference; other buffers and constants become constants),
+// each node becomes tg ops through AtenOps.cpp, and the loss output (or an
+// appended cross-entropy) becomes the loss result, the buffer mutations
+// state results.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +21,10 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <set>
 #include <zip.h>
 
 using namespace mlir;
@@ -95,6 +100,88 @@ int64_t elementBytes(Type type) {
   return std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8);
 }
 
+/// Where a zip entry's bytes lie in the archive file.
+struct EntryPlace {
+  uint64_t dataOffset = 0, size = 0;
+  bool stored = true;
+};
+
+uint64_t readLE(StringRef bytes, uint64_t at, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i)
+    v |= uint64_t(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+  return v;
+}
+
+/// The place of every entry of the zip `bytes`, from its central directory
+/// (zip64 included), so that weights can be referred to by file offset and
+/// read in place later; empty if the directory cannot be read.
+std::map<std::string, EntryPlace> zipEntryPlaces(StringRef bytes) {
+  std::map<std::string, EntryPlace> places;
+  uint64_t size = bytes.size();
+  if (size < 22)
+    return places;
+  // The end-of-central-directory record, behind at most a 64 KiB comment.
+  int64_t eocd = -1;
+  for (int64_t at = size - 22; at >= 0 && at >= int64_t(size) - 22 - 65535;
+       --at)
+    if (readLE(bytes, at, 4) == 0x06054b50) {
+      eocd = at;
+      break;
+    }
+  if (eocd < 0)
+    return places;
+  uint64_t entries = readLE(bytes, eocd + 10, 2);
+  uint64_t directory = readLE(bytes, eocd + 16, 4);
+  if (eocd >= 20 && readLE(bytes, eocd - 20, 4) == 0x07064b50) {
+    uint64_t zip64 = readLE(bytes, eocd - 20 + 8, 8);
+    if (zip64 + 56 <= size && readLE(bytes, zip64, 4) == 0x06064b50) {
+      entries = readLE(bytes, zip64 + 32, 8);
+      directory = readLE(bytes, zip64 + 48, 8);
+    }
+  }
+  uint64_t at = directory;
+  for (uint64_t i = 0; i < entries; ++i) {
+    if (at + 46 > size || readLE(bytes, at, 4) != 0x02014b50)
+      return {};
+    uint64_t method = readLE(bytes, at + 10, 2);
+    uint64_t compressed = readLE(bytes, at + 20, 4);
+    uint64_t uncompressed = readLE(bytes, at + 24, 4);
+    uint64_t nameLength = readLE(bytes, at + 28, 2);
+    uint64_t extraLength = readLE(bytes, at + 30, 2);
+    uint64_t commentLength = readLE(bytes, at + 32, 2);
+    uint64_t local = readLE(bytes, at + 42, 4);
+    if (at + 46 + nameLength + extraLength > size)
+      return {};
+    std::string name = bytes.substr(at + 46, nameLength).str();
+    // Zip64 sizes and offset, in this order, for the fields that overflow.
+    for (uint64_t e = at + 46 + nameLength;
+         e + 4 <= at + 46 + nameLength + extraLength;) {
+      uint64_t id = readLE(bytes, e, 2), length = readLE(bytes, e + 2, 2);
+      if (id == 1) {
+        uint64_t f = e + 4;
+        if (uncompressed == 0xFFFFFFFF)
+          uncompressed = readLE(bytes, f, 8), f += 8;
+        if (compressed == 0xFFFFFFFF)
+          compressed = readLE(bytes, f, 8), f += 8;
+        if (local == 0xFFFFFFFF)
+          local = readLE(bytes, f, 8);
+      }
+      e += 4 + length;
+    }
+    if (local + 30 > size || readLE(bytes, local, 4) != 0x04034b50)
+      return {};
+    EntryPlace place;
+    place.dataOffset =
+        local + 30 + readLE(bytes, local + 26, 2) + readLE(bytes, local + 28, 2);
+    place.size = uncompressed;
+    place.stored = method == 0 && compressed == uncompressed;
+    places[name] = place;
+    at += 46 + nameLength + extraLength + commentLength;
+  }
+  return places;
+}
+
 class TorchExportImporter {
 public:
   TorchExportImporter(MLIRContext &context, StringRef fileName,
@@ -117,6 +204,11 @@ private:
   FailureOr<DenseElementsAttr> loadTensor(const std::string &name,
                                           const json &entry,
                                           const std::string &place);
+  /// Where a stored tensor's values lie in the archive file, checked (the
+  /// entry exists, is stored uncompressed and holds the view), unread.
+  FailureOr<std::pair<RankedTensorType, tg::InitialValueRef>>
+  referTensor(const std::string &name, const json &entry,
+              const std::string &place);
   LogicalResult importNode(const json &node, size_t index);
   Location nodeLoc(const json &node);
 
@@ -127,6 +219,9 @@ private:
   Location fileLoc;
 
   std::unique_ptr<Archive> archive;
+  /// The archive's absolute path and where each entry's bytes lie in it.
+  std::string archivePath;
+  std::map<std::string, EntryPlace> entryPlaces;
   std::string prefix;
   /// Weight and constant entries by state-dict name.
   std::map<std::string, json> weights, constants;
@@ -214,6 +309,65 @@ TorchExportImporter::loadTensor(const std::string &name, const json &entry,
   return DenseElementsAttr::getFromRawBuffer(*type, data);
 }
 
+FailureOr<std::pair<RankedTensorType, tg::InitialValueRef>>
+TorchExportImporter::referTensor(const std::string &name, const json &entry,
+                                 const std::string &place) {
+  if (entry.value("use_pickle", false))
+    return error(place) << "'" << name
+                        << "' is stored pickled, which spmdc does not read";
+  const json &meta = entry["tensor_meta"];
+  auto type = typeOfMeta(meta, place + "/tensor_meta");
+  if (failed(type))
+    return failure();
+  std::string blobName =
+      entry.value("folder", prefix) + entry.value("path_name", "");
+  auto it = entryPlaces.find(blobName);
+  if (it == entryPlaces.end())
+    return error(place) << "'" << name << "': the archive has no '"
+                        << blobName << "'";
+  if (!it->second.stored)
+    return error(place) << "'" << name << "': '" << blobName
+                        << "' is compressed in the archive; spmdc reads "
+                           "weights in place from uncompressed entries (as "
+                           "torch.export.save writes them)";
+  if (archivePath.empty())
+    return error(place) << "'" << name
+                        << "': an archive read from stdin has no path to "
+                           "read its weights from later; give the file";
+
+  int64_t elementSize = elementBytes(type->getElementType());
+  SmallVector<int64_t> strides;
+  for (const json &s : meta.value("strides", json::array()))
+    strides.push_back(s.value("as_int", int64_t(0)));
+  int64_t offset = meta.contains("storage_offset")
+                       ? meta["storage_offset"].value("as_int", int64_t(0))
+                       : 0;
+  if (strides.size() != static_cast<size_t>(type->getRank())) {
+    strides.assign(type->getRank(), 1);
+    for (int64_t d = type->getRank() - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * type->getDimSize(d + 1);
+  }
+  int64_t lastElement = offset;
+  for (int64_t d = 0; d < type->getRank(); ++d)
+    lastElement += (type->getDimSize(d) - 1) * strides[d];
+  int64_t needed = type->getNumElements() == 0 ? 0
+                                               : (lastElement + 1) * elementSize;
+  if (static_cast<int64_t>(it->second.size) < needed)
+    return error(place) << "'" << name << "' has " << it->second.size
+                        << " bytes in '" << blobName << "' but its shape "
+                        << *type << " needs " << needed;
+  if (llvm::any_of(strides, [](int64_t s) { return s < 0; }) || offset < 0)
+    return error(place) << "'" << name << "' has negative strides";
+  tg::InitialValueRef ref;
+  ref.file = archivePath;
+  ref.entry = blobName;
+  ref.offset = it->second.dataOffset;
+  ref.bytes = it->second.size;
+  ref.storageOffset = offset;
+  ref.strides.assign(strides.begin(), strides.end());
+  return std::make_pair(*type, ref);
+}
+
 Location TorchExportImporter::nodeLoc(const json &node) {
   // The node's own name, then the user's source line from its stack trace.
   std::string name = node.value("name", "");
@@ -267,6 +421,15 @@ OwningOpRef<ModuleOp> TorchExportImporter::importArchive(StringRef bytes) {
   if (!archive) {
     error("/") << message;
     return nullptr;
+  }
+  // Weights are referred to by their place in the file, read later.
+  entryPlaces = zipEntryPlaces(bytes);
+  if (fileName != "-" && fileName != "<stdin>") {
+    SmallString<256> path(fileName);
+    if (!llvm::sys::fs::make_absolute(path)) {
+      llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+      archivePath = path.str().str();
+    }
   }
   // Records sit under one top-level folder: <name>/models/<name>.json.
   std::string modelName;
@@ -359,6 +522,12 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
   std::map<std::string, size_t> parameterOfBlob;
   SmallVector<std::pair<std::string, size_t>> aliases;
   std::map<size_t, SmallVector<Attribute>> aliasNames;
+  // Buffers the program mutates are state of the step.
+  std::set<std::string> mutatedBuffers;
+  for (const json &spec : signature.value("output_specs", json::array()))
+    if (spec.is_object() && spec.contains("buffer_mutation"))
+      mutatedBuffers.insert(
+          spec["buffer_mutation"].value("buffer_name", std::string()));
   for (auto [i, spec] : llvm::enumerate(signature["input_specs"])) {
     std::string place = "/graph_module/signature/input_specs/" +
                         std::to_string(i);
@@ -397,19 +566,49 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
       attrs.append(tg::kNameAttr, builder.getStringAttr(name));
       attrs.append(tg::kRoleAttr, builder.getStringAttr("param"));
       if (it != weights.end()) {
-        auto value = loadTensor(name, it->second, place);
-        if (failed(value))
+        auto stored = referTensor(name, it->second, place);
+        if (failed(stored))
           return nullptr;
-        if (value->getType() != *type) {
+        if (stored->first != *type) {
           error(place) << "weight '" << name << "' is stored as "
-                       << value->getType() << " but the graph uses " << *type;
+                       << stored->first << " but the graph uses " << *type;
           return nullptr;
         }
-        attrs.append(tg::kInitAttr, *value);
+        attrs.append(tg::kInitRefAttr,
+                     tg::initialValueRefAttr(&context, stored->second));
       }
     } else if (kind == "user_input") {
       attrs.append(tg::kNameAttr, builder.getStringAttr(valueName));
       attrs.append(tg::kRoleAttr, builder.getStringAttr("data"));
+    } else if (kind == "buffer" &&
+               mutatedBuffers.count(body.value("buffer_name", valueName))) {
+      // A buffer the model updates (BatchNorm's running statistics): state,
+      // fed back from step to step, saved with the parameters.
+      std::string name = body.value("buffer_name", valueName);
+      attrs.append(tg::kNameAttr, builder.getStringAttr(name));
+      attrs.append(tg::kRoleAttr, builder.getStringAttr("state"));
+      attrs.append(tg::kBufferAttr, builder.getUnitAttr());
+      const json *entry = nullptr;
+      if (auto w = weights.find(name); w != weights.end())
+        entry = &w->second;
+      else if (auto c = constants.find(name); c != constants.end())
+        entry = &c->second;
+      if (entry) {
+        auto stored = referTensor(name, *entry, place);
+        if (failed(stored))
+          return nullptr;
+        if (stored->first != *type) {
+          error(place) << "buffer '" << name << "' is stored as "
+                       << stored->first << " but the graph uses " << *type;
+          return nullptr;
+        }
+        attrs.append(tg::kInitRefAttr,
+                     tg::initialValueRefAttr(&context, stored->second));
+      } else if (archive) {
+        error(place) << "the archive has no value for buffer '" << name
+                     << "'";
+        return nullptr;
+      }
     } else if (kind == "buffer" || kind == "tensor_constant") {
       std::string name = body.value(kind == "buffer" ? "buffer_name"
                                                      : "tensor_constant_name",
@@ -473,6 +672,8 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
   };
   bool haveLoss = false;
   SmallVector<std::pair<std::string, Value>> userOutputs;
+  // New values of mutated buffers, results after the others.
+  SmallVector<std::pair<std::string, Value>> bufferUpdates;
   for (auto [i, spec] : llvm::enumerate(signature["output_specs"])) {
     std::string kind = spec.begin().key();
     const json &argJson = spec.begin().value()["arg"];
@@ -491,6 +692,10 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
       haveLoss = true;
     } else if (kind == "user_output") {
       userOutputs.push_back({valueName, v});
+    } else if (kind == "buffer_mutation") {
+      std::string name =
+          spec.begin().value().value("buffer_name", std::string());
+      bufferUpdates.push_back({name, v});
     } else {
       error(place) << "unsupported output kind '" << kind << "'";
       return nullptr;
@@ -543,6 +748,21 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
         << "the program returns no scalar loss; for a model that returns "
            "logits, pass --loss=cross_entropy";
     return nullptr;
+  }
+  for (auto &[name, v] : bufferUpdates) {
+    // The state argument it updates, by name.
+    std::optional<unsigned> arg;
+    for (unsigned a = 0; a < fn.getNumArguments(); ++a)
+      if (auto n = fn.getArgAttrOfType<StringAttr>(a, tg::kNameAttr);
+          n && n.getValue() == name && fn.getArgAttr(a, tg::kBufferAttr))
+        arg = a;
+    if (!arg || fn.getArgument(*arg).getType() != v.getType()) {
+      error("/graph_module/signature/output_specs")
+          << "the mutation of buffer '" << name << "' "
+          << (arg ? "changes its type" : "names no buffer input");
+      return nullptr;
+    }
+    addResult(v, name, "state");
   }
   func::ReturnOp::create(builder, fileLoc, results);
   fn.setFunctionType(builder.getFunctionType(fn.getArgumentTypes(),

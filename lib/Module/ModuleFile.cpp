@@ -21,10 +21,38 @@ static nlohmann::json toJson(const ModuleValue &v) {
     j["index_bound"] = *v.indexBound;
   if (!v.shardDims.empty() || !v.partialAxes.empty())
     j["sharding"] = {{"dims", v.shardDims}, {"partial", v.partialAxes}};
+  if (!v.aliases.empty())
+    j["aliases"] = v.aliases;
+  if (v.buffer)
+    j["buffer"] = true;
   return j;
 }
 
-std::string ModuleFile::serialize() const {
+/// Header, program and native code; with `weightsBytes` of weights to
+/// follow.
+static std::string serializeHead(const ModuleFile &m, uint64_t weightsBytes);
+
+std::string ModuleFile::serialize() const { return serializeHead(*this, 0); }
+
+bool ModuleFile::write(const rt::ByteSink &sink, std::string &error) const {
+  rt::SafeTensorsPlan plan;
+  if (!initialValues.empty())
+    plan = rt::planSafeTensors(initialValues);
+  std::string head = serializeHead(*this, plan.totalBytes);
+  if (!sink(head.data(), head.size())) {
+    error = "cannot write the module";
+    return false;
+  }
+  return initialValues.empty() || rt::writeSafeTensors(plan, sink, error);
+}
+
+static std::string serializeHead(const ModuleFile &m, uint64_t weightsBytes) {
+  const std::string &target = m.target, &entry = m.entry;
+  const auto &meshAxes = m.meshAxes;
+  const auto &meshShape = m.meshShape;
+  const auto &arguments = m.arguments;
+  const auto &results = m.results;
+  const std::string &program = m.program, &native = m.native;
   nlohmann::json header = {
       {"version", 1}, {"target", target}, {"entry", entry}};
   if (!meshAxes.empty())
@@ -35,13 +63,15 @@ std::string ModuleFile::serialize() const {
   header["results"] = nlohmann::json::array();
   for (const ModuleValue &v : results)
     header["results"].push_back(toJson(v));
-  if (!native.empty()) {
+  if (!native.empty() || weightsBytes)
     header["program_bytes"] = program.size();
-    header["native"] = {{"triple", nativeTriple},
-                        {"cpu", nativeCpu},
-                        {"features", nativeFeatures},
+  if (!native.empty())
+    header["native"] = {{"triple", m.nativeTriple},
+                        {"cpu", m.nativeCpu},
+                        {"features", m.nativeFeatures},
                         {"bytes", native.size()}};
-  }
+  if (weightsBytes)
+    header["weights"] = {{"format", "safetensors"}, {"bytes", weightsBytes}};
   std::string text = header.dump(1);
   return kMagic.str() + std::to_string(text.size()) + "\n" + text + program +
          native;
@@ -63,6 +93,7 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
     return std::nullopt;
   }
   llvm::StringRef headerText = bytes.substr(newline + 1, length);
+  uint64_t bodyStart = kMagic.size() + newline + 1 + length;
   ModuleFile file;
   llvm::StringRef body = bytes.drop_front(newline + 1 + length);
   try {
@@ -93,25 +124,48 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
               j["sharding"].at("dims").get<std::vector<std::vector<int>>>();
           v.partialAxes = j["sharding"].at("partial").get<std::vector<int>>();
         }
+        if (j.contains("aliases"))
+          v.aliases = j["aliases"].get<std::vector<std::string>>();
+        v.buffer = j.value("buffer", false);
         out.push_back(v);
       }
     };
     readValues(header.at("arguments"), file.arguments);
     readValues(header.at("results"), file.results);
-    // Without native code the program is the rest of the file.
+    // Without native code or weights the program is the rest of the file.
     uint64_t programBytes = body.size();
+    uint64_t nativeBytes = 0;
+    if (header.contains("weights")) {
+      programBytes = header.at("program_bytes").get<uint64_t>();
+      file.weightsBytes = header["weights"].at("bytes").get<uint64_t>();
+      if (header.contains("native"))
+        nativeBytes = header["native"].at("bytes").get<uint64_t>();
+      uint64_t before = programBytes + nativeBytes;
+      if (before > body.size() || body.size() - before != file.weightsBytes) {
+        error = "the module's weights are " +
+                std::to_string(file.weightsBytes) +
+                " bytes by its header, but " +
+                (before > body.size()
+                     ? std::string("its program and native code are cut short")
+                     : std::to_string(body.size() - before) +
+                           " follow its program") +
+                " (was the file truncated?)";
+        return std::nullopt;
+      }
+      file.weightsOffset = bodyStart + before;
+    }
     if (header.contains("native")) {
       const nlohmann::json &native = header["native"];
       programBytes = header.at("program_bytes").get<uint64_t>();
-      uint64_t nativeBytes = native.at("bytes").get<uint64_t>();
-      if (programBytes + nativeBytes != body.size()) {
+      nativeBytes = native.at("bytes").get<uint64_t>();
+      if (programBytes + nativeBytes + file.weightsBytes != body.size()) {
         error = "the module's program and native code are " +
                 std::to_string(programBytes + nativeBytes) +
                 " bytes by its header, but " + std::to_string(body.size()) +
                 " follow it";
         return std::nullopt;
       }
-      file.native = body.substr(programBytes).str();
+      file.native = body.substr(programBytes, nativeBytes).str();
       file.nativeTriple = native.at("triple").get<std::string>();
       file.nativeCpu = native.at("cpu").get<std::string>();
       file.nativeFeatures = native.at("features").get<std::string>();

@@ -17,6 +17,24 @@ static std::string dtypeName(Type t) {
   return s;
 }
 
+static std::optional<rt::DType> dtypeOf(Type element) {
+  if (element.isF64())
+    return rt::DType::F64;
+  if (element.isF32())
+    return rt::DType::F32;
+  if (element.isF16())
+    return rt::DType::F16;
+  if (element.isBF16())
+    return rt::DType::BF16;
+  if (element.isInteger(64))
+    return rt::DType::I64;
+  if (element.isInteger(32))
+    return rt::DType::I32;
+  if (element.isInteger(1))
+    return rt::DType::Bool;
+  return std::nullopt;
+}
+
 static ModuleValue toModuleValue(const tg::GraphValueInfo &info,
                                  DictionaryAttr shardingAttr,
                                  const std::optional<dist::Mesh> &mesh) {
@@ -26,6 +44,8 @@ static ModuleValue toModuleValue(const tg::GraphValueInfo &info,
   v.dtype = dtypeName(info.type.getElementType());
   v.shape.assign(info.type.getShape().begin(), info.type.getShape().end());
   v.indexBound = info.indexBound;
+  v.aliases = info.aliases;
+  v.buffer = info.buffer;
   if (shardingAttr && mesh) {
     FailureOr<dist::TensorSharding> sharding = dist::TensorSharding::fromAttr(
         shardingAttr, *mesh, info.type.getRank());
@@ -59,12 +79,36 @@ FailureOr<ModuleFile> moduleSignature(ModuleOp module) {
   for (const tg::GraphValueInfo &info : tg::getArgumentInfos(entry)) {
     if (info.initialValue)
       return entry.emitError()
-             << "parameter '" << info.name
-             << "' carries its initial weights (a torch.export model): "
-                "compiled modules do not carry weights yet; run it with "
+             << "argument '" << info.name
+             << "' carries its initial value as a 'tg.init' literal: "
+                "compiled modules carry initial values by reference "
+                "('tg.init_ref', as spmdc imports a .pt2); run it with "
                 "spmd-run --interpret";
     file.arguments.push_back(toModuleValue(
         info, entry.getArgAttrOfType<DictionaryAttr>(index++, dist::kShardingAttr), mesh));
+    if (!info.initRef)
+      continue;
+    // The logical tensor, whatever block of it this argument is.
+    std::optional<rt::DType> dtype = dtypeOf(info.type.getElementType());
+    if (!dtype)
+      return entry.emitError() << "argument '" << info.name
+                               << "' has an initial value of unsupported "
+                                  "element type "
+                               << info.type.getElementType();
+    rt::StoredTensor stored;
+    stored.path = info.initRef->file;
+    stored.dataOffset = info.initRef->offset;
+    stored.dataBytes = info.initRef->bytes;
+    stored.dtype = *dtype;
+    stored.storageOffset = info.initRef->storageOffset;
+    stored.strides = info.initRef->strides;
+    const ModuleValue &value = file.arguments.back();
+    stored.shape = value.shape;
+    if (mesh && !value.shardDims.empty())
+      for (auto [size, axes] : llvm::zip(stored.shape, value.shardDims))
+        for (int axis : axes)
+          size *= mesh->shape[axis];
+    file.initialValues.push_back({info.name, stored});
   }
   index = 0;
   for (const tg::GraphValueInfo &info : tg::getResultInfos(entry))

@@ -270,6 +270,10 @@ double spmdc::rt::roundToDType(double value, DType dtype) {
   return decodeElement(bytes, dtype);
 }
 
+double spmdc::rt::decodeDType(const unsigned char *p, DType dtype) {
+  return decodeElement(p, dtype);
+}
+
 int64_t TensorInfo::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -393,7 +397,9 @@ bool parseEntry(const std::string &name, const json &entry, uint64_t dataSize,
 } // namespace
 
 std::unique_ptr<SafeTensorsReader>
-SafeTensorsReader::open(const std::string &path, std::string &error) {
+SafeTensorsReader::open(const std::string &path, std::string &error,
+                        uint64_t sectionStart,
+                        std::optional<uint64_t> sectionLength) {
   std::unique_ptr<SafeTensorsReader> reader(new SafeTensorsReader());
   reader->filePath = path;
   std::string prefix = path + ": ";
@@ -408,12 +414,23 @@ SafeTensorsReader::open(const std::string &path, std::string &error) {
     }
     file.seekg(0, std::ios::end);
     std::streamoff end = file.tellg();
-    file.seekg(0, std::ios::beg);
+    file.seekg(static_cast<std::streamoff>(sectionStart), std::ios::beg);
     if (end < 0 || !file) {
       error = prefix + "cannot determine the file size (not a regular file?)";
       return nullptr;
     }
-    uint64_t fileSize = static_cast<uint64_t>(end);
+    if (static_cast<uint64_t>(end) < sectionStart ||
+        (sectionLength &&
+         static_cast<uint64_t>(end) - sectionStart < *sectionLength)) {
+      error = prefix + "the file is " + std::to_string(end) +
+              " bytes, but its tensors are at bytes " +
+              std::to_string(sectionStart) + " to " +
+              std::to_string(sectionStart + sectionLength.value_or(0)) +
+              " (was the file truncated?)";
+      return nullptr;
+    }
+    uint64_t fileSize =
+        sectionLength.value_or(static_cast<uint64_t>(end) - sectionStart);
     if (fileSize < 8) {
       error = prefix + "file is " + std::to_string(fileSize) +
               " bytes, too short for the 8-byte header length";
@@ -438,8 +455,8 @@ SafeTensorsReader::open(const std::string &path, std::string &error) {
               "-byte header";
       return nullptr;
     }
-    reader->dataStart = 8 + headerLen;
-    uint64_t dataSize = fileSize - reader->dataStart;
+    uint64_t dataSize = fileSize - 8 - headerLen;
+    reader->dataStart = sectionStart + 8 + headerLen;
 
     json header;
     try {

@@ -22,6 +22,7 @@
 #include "spmdc/Runtime/Collectives.h"
 #endif
 #include "spmdc/Runtime/SafeTensors.h"
+#include "spmdc/Runtime/StoredTensor.h"
 #include "spmdc/Support/Diagnostics.h"
 #include "spmdc/Support/Logging.h"
 
@@ -30,6 +31,7 @@
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -142,6 +144,9 @@ class InputBuilder {
 public:
   InputBuilder(const spmdc::RunOptions &options) : options(options) {}
 
+  /// Initial values a compiled module carries: its weights section.
+  std::unique_ptr<spmdc::rt::SafeTensorsReader> moduleWeights;
+
   /// Opens the --params/--data files; false with `error` set on failure.
   bool openFiles(std::string &error) {
     if (!options.params.empty() &&
@@ -172,7 +177,36 @@ public:
         info.role == "data" ? data.get() : params.get();
     if (file && file->find(info.name))
       return readFromFile(*file, info, offsets, sizes, block, error);
-    // Weights the program carries (a torch.export archive's).
+    // Initial values a module carries (a torch.export archive's weights).
+    bool initialized = info.role == "param" || info.role == "state";
+    if (initialized && moduleWeights && moduleWeights->find(info.name))
+      return readFromFile(*moduleWeights, info, offsets, sizes, block, error);
+    // Initial values the program refers to, read in place from their file.
+    if (info.initRef) {
+      std::optional<spmdc::rt::DType> dtype =
+          dtypeOf(info.type.getElementType());
+      if (!dtype) {
+        error = "'" + info.name + "' has an initial value of an unsupported "
+                "dtype";
+        return false;
+      }
+      spmdc::rt::StoredTensor stored;
+      stored.path = info.initRef->file;
+      stored.dataOffset = info.initRef->offset;
+      stored.dataBytes = info.initRef->bytes;
+      stored.dtype = *dtype;
+      stored.shape = shape;
+      stored.strides = info.initRef->strides;
+      stored.storageOffset = info.initRef->storageOffset;
+      if (!spmdc::rt::readStoredBlock(stored, offsets, sizes, block.data,
+                                      error)) {
+        error = "the initial value of '" + info.name + "' (" +
+                info.initRef->entry + "): " + error;
+        return false;
+      }
+      return true;
+    }
+    // Weights the program carries as a literal.
     if (info.initialValue) {
       auto dense = llvm::dyn_cast<DenseElementsAttr>(info.initialValue);
       if (!dense) {
@@ -499,6 +533,8 @@ int main(int argc, char **argv) {
         info.role = value.role;
         info.type = RankedTensorType::get(value.shape, element);
         info.indexBound = value.indexBound;
+        info.aliases = value.aliases;
+        info.buffer = value.buffer;
         infos.push_back(std::move(info));
       }
       return true;
@@ -630,6 +666,29 @@ int main(int argc, char **argv) {
   InputBuilder inputs(options);
   if (!inputs.openFiles(errorMessage))
     return fail(errorMessage);
+  // A module's initial values: a rank reads its blocks from the module's
+  // weights section (from a copy in a file if the module came on stdin).
+  llvm::SmallString<128> stdinCopy;
+  auto removeStdinCopy = llvm::make_scope_exit([&] {
+    if (!stdinCopy.empty())
+      llvm::sys::fs::remove(stdinCopy);
+  });
+  if (moduleFile && moduleFile->weightsBytes) {
+    std::string path = options.input;
+    if (path == "-") {
+      int fd;
+      if (llvm::sys::fs::createTemporaryFile("spmd-run", "mod", fd, stdinCopy))
+        return fail("cannot write the module from stdin to a temporary file");
+      llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+      os << inputBytes;
+      path = stdinCopy.str().str();
+    }
+    inputs.moduleWeights = spmdc::rt::SafeTensorsReader::open(
+        path, errorMessage, moduleFile->weightsOffset,
+        moduleFile->weightsBytes);
+    if (!inputs.moduleWeights)
+      return fail(options.input + ": the module's weights: " + errorMessage);
+  }
   std::vector<std::vector<Tensor>> args(localRanks.size(),
                                         std::vector<Tensor>(argInfos.size()));
   for (size_t i = 0; i < argInfos.size(); ++i) {
@@ -779,11 +838,14 @@ int main(int argc, char **argv) {
   };
   if (!options.saveParams.empty()) {
     std::vector<spmdc::rt::NamedTensor> saved;
+    // Parameters and model state (buffers), under their state-dict names:
+    // what PyTorch's load_state_dict reads.
     for (size_t a = 0; a < argInfos.size(); ++a)
-      if (argInfos[a].role == "param") {
+      if (argInfos[a].role == "param" ||
+          (argInfos[a].role == "state" && argInfos[a].buffer)) {
         Tensor logical =
             assemble(allRanks(args, a), 0, argShardings[a], mesh, options.f64,
-                     "param '" + argInfos[a].name + "'");
+                     argInfos[a].role + " '" + argInfos[a].name + "'");
         // Tied weights are saved under each of their names.
         std::vector<std::string> names{argInfos[a].name};
         names.insert(names.end(), argInfos[a].aliases.begin(),

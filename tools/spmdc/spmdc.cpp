@@ -335,7 +335,18 @@ int main(int argc, char **argv) {
       moduleFile->nativeCpu = object->cpu;
       moduleFile->nativeFeatures = object->features;
     }
-    output->os() << moduleFile->serialize();
+    // The weights stream from their files into the module's tail.
+    llvm::raw_fd_ostream &os = output->os();
+    if (!moduleFile->write(
+            [&](const char *data, size_t size) {
+              os.write(data, size);
+              return !os.has_error();
+            },
+            errorMessage)) {
+      llvm::errs() << "spmdc: error: " << options.output << ": "
+                   << errorMessage << "\n";
+      return 1;
+    }
   } else {
     module->print(output->os());
     output->os() << "\n";

@@ -7,11 +7,14 @@
 //   <header: JSON, the step's signature and target>
 //   <program: MLIR bytecode of the step lowered to the LLVM dialect>
 //   <native: the host code compiled ahead of time (spmdc --aot), if any>
+//   <weights: a safetensors file of initial values (a .pt2's), if any>
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SPMDC_MODULE_MODULEFILE_H
 #define SPMDC_MODULE_MODULEFILE_H
+
+#include "spmdc/Runtime/StoredTensor.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -34,6 +37,11 @@ struct ModuleValue {
   /// over, and the axes it is a partial sum over. Empty: replicated.
   std::vector<std::vector<int>> shardDims;
   std::vector<int> partialAxes;
+  /// For a parameter: other names of the same tensor (tied weights).
+  std::vector<std::string> aliases;
+  /// For a state: model state (a buffer the model updates), saved with the
+  /// parameters.
+  bool buffer = false;
 };
 
 struct ModuleFile {
@@ -50,8 +58,17 @@ struct ModuleFile {
   /// spmdc/Pipeline/NativeCode.h for what it defines), for `nativeCpu`
   /// with `nativeFeatures`; empty without --aot.
   std::string native, nativeTriple, nativeCpu, nativeFeatures;
+  /// To write: the initial values of arguments, by name (logical tensors,
+  /// copied from their files into the weights section as it is written).
+  std::vector<std::pair<std::string, rt::StoredTensor>> initialValues;
+  /// Read: the weights section, a safetensors file at byte `weightsOffset`
+  /// of the module file, `weightsBytes` long (0: none).
+  uint64_t weightsOffset = 0, weightsBytes = 0;
 
-  /// The file's bytes.
+  /// Writes the file to `sink`: header, program and native code, then the
+  /// weights streamed from their files; false with `error` set on failure.
+  bool write(const rt::ByteSink &sink, std::string &error) const;
+  /// The file's bytes, for a module without initial values.
   std::string serialize() const;
   /// Parses a module file; empty with `error` set if `bytes` is not one.
   static std::optional<ModuleFile> parse(llvm::StringRef bytes,

@@ -15,8 +15,10 @@
 
 namespace spmdc {
 
-/// The header of the module of `module`'s step; failure (with an error) for
-/// what compiled modules do not carry yet (initial weights).
+/// The header of the module of `module`'s step, with the initial values its
+/// arguments refer to (`tg.init_ref`) to copy into the weights section;
+/// failure (with an error) for `tg.init` literals, which modules do not
+/// carry.
 mlir::FailureOr<ModuleFile> moduleSignature(mlir::ModuleOp module);
 
 } // namespace spmdc

@@ -49,6 +49,9 @@ std::optional<DType> parseDType(const std::string &name);
 /// here they give 0.
 double roundToDType(double value, DType dtype);
 
+/// Decodes one little-endian element of `dtype` stored at `p`.
+double decodeDType(const unsigned char *p, DType dtype);
+
 /// One tensor entry of a safetensors header.
 struct TensorInfo {
   std::string name;
@@ -71,8 +74,11 @@ public:
   /// entries have a known dtype, a non-negative shape and data_offsets that
   /// hold exactly shape * dtypeSize bytes inside the file. On failure returns
   /// null and sets `error` (prefixed with the path).
-  static std::unique_ptr<SafeTensorsReader> open(const std::string &path,
-                                                 std::string &error);
+  /// With `sectionStart`/`sectionLength`, the safetensors data is that byte
+  /// range of the file (a module's weights section), offsets relative to it.
+  static std::unique_ptr<SafeTensorsReader>
+  open(const std::string &path, std::string &error, uint64_t sectionStart = 0,
+       std::optional<uint64_t> sectionLength = std::nullopt);
 
   const std::string &path() const { return filePath; }
   /// All tensors, sorted by name.
@@ -105,7 +111,8 @@ private:
 
   std::string filePath;
   std::ifstream file;
-  /// Absolute file offset of the data section (8 + header length).
+  /// Absolute file offset of the data section (section start + 8 + header
+  /// length).
   uint64_t dataStart = 0;
   std::vector<TensorInfo> infos;
   std::map<std::string, std::string> meta;

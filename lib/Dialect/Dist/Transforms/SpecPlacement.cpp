@@ -220,7 +220,7 @@ public:
         if (failed(shardOn(sharding, axis, spec.batchDim(info.name), info,
                            "/batch_dims")))
           return failure();
-      } else if ((info.role == "state" &&
+      } else if ((info.role == "state" && !info.buffer &&
                   (preset == "zero1" || preset == "zero2" ||
                    preset == "zero3")) ||
                  (info.role == "param" && preset == "zero3")) {

@@ -17,6 +17,38 @@ func::FuncOp getEntryFunction(ModuleOp module) {
   return fn;
 }
 
+std::optional<InitialValueRef> readInitialValueRef(DictionaryAttr attr) {
+  auto file = attr.getAs<StringAttr>("file");
+  auto entry = attr.getAs<StringAttr>("entry");
+  auto offset = attr.getAs<IntegerAttr>("offset");
+  auto bytes = attr.getAs<IntegerAttr>("bytes");
+  auto storageOffset = attr.getAs<IntegerAttr>("storage_offset");
+  auto strides = attr.getAs<DenseI64ArrayAttr>("strides");
+  if (!file || !offset || !bytes || !storageOffset || !strides ||
+      offset.getInt() < 0 || bytes.getInt() < 0 || storageOffset.getInt() < 0)
+    return std::nullopt;
+  InitialValueRef ref;
+  ref.file = file.str();
+  ref.entry = entry ? entry.str() : "";
+  ref.offset = offset.getInt();
+  ref.bytes = bytes.getInt();
+  ref.storageOffset = storageOffset.getInt();
+  ref.strides.assign(strides.asArrayRef().begin(), strides.asArrayRef().end());
+  return ref;
+}
+
+DictionaryAttr initialValueRefAttr(MLIRContext *context,
+                                   const InitialValueRef &ref) {
+  Builder b(context);
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("file", b.getStringAttr(ref.file)),
+       b.getNamedAttr("entry", b.getStringAttr(ref.entry)),
+       b.getNamedAttr("offset", b.getI64IntegerAttr(ref.offset)),
+       b.getNamedAttr("bytes", b.getI64IntegerAttr(ref.bytes)),
+       b.getNamedAttr("storage_offset", b.getI64IntegerAttr(ref.storageOffset)),
+       b.getNamedAttr("strides", b.getDenseI64ArrayAttr(ref.strides))});
+}
+
 static std::vector<GraphValueInfo> readInfos(func::FuncOp fn, bool arguments) {
   std::vector<GraphValueInfo> infos;
   unsigned count = arguments ? fn.getNumArguments() : fn.getNumResults();
@@ -34,6 +66,9 @@ static std::vector<GraphValueInfo> readInfos(func::FuncOp fn, bool arguments) {
       if (auto bound = attrs.getAs<IntegerAttr>(kIndexBoundAttr))
         info.indexBound = bound.getInt();
       info.initialValue = attrs.getAs<ElementsAttr>(kInitAttr);
+      if (auto ref = attrs.getAs<DictionaryAttr>(kInitRefAttr))
+        info.initRef = readInitialValueRef(ref);
+      info.buffer = attrs.contains(kBufferAttr);
       if (auto aliases = attrs.getAs<ArrayAttr>(kAliasesAttr))
         for (Attribute a : aliases)
           info.aliases.push_back(llvm::cast<StringAttr>(a).str());

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+#include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -70,6 +72,32 @@ static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
     if (!llvm::isa<ElementsAttr>(attr.getValue()))
       return op->emitError() << what << " #" << index << ": '" << kInitAttr
                              << "' must be a tensor literal";
+    return success();
+  }
+  if (name == kInitRefAttr && isArgument) {
+    auto dict = llvm::dyn_cast<DictionaryAttr>(attr.getValue());
+    std::optional<InitialValueRef> ref =
+        dict ? readInitialValueRef(dict) : std::nullopt;
+    if (!ref)
+      return op->emitError()
+             << what << " #" << index << ": '" << kInitRefAttr
+             << "' must be {file, entry, offset, bytes, storage_offset, "
+                "strides}";
+    auto fn = llvm::dyn_cast<FunctionOpInterface>(op);
+    auto type = fn ? llvm::dyn_cast<RankedTensorType>(
+                         fn.getArgumentTypes()[index])
+                   : RankedTensorType();
+    if (type && static_cast<int64_t>(ref->strides.size()) != type.getRank())
+      return op->emitError() << what << " #" << index << ": '" << kInitRefAttr
+                             << "' has " << ref->strides.size()
+                             << " strides for a tensor of rank "
+                             << type.getRank();
+    return success();
+  }
+  if (name == kBufferAttr && isArgument) {
+    if (!llvm::isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << what << " #" << index << ": '" << kBufferAttr
+                             << "' is a unit attribute";
     return success();
   }
   if (name == kIndexBoundAttr && isArgument) {

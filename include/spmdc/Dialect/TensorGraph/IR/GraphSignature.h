@@ -18,6 +18,16 @@
 
 namespace spmdc::tg {
 
+/// Where an argument's initial value lives in a file (`tg.init_ref`).
+struct InitialValueRef {
+  std::string file, entry;
+  /// The storage: `bytes` bytes from byte `offset` of the file.
+  uint64_t offset = 0, bytes = 0;
+  /// The logical tensor's view of the storage, in elements.
+  int64_t storageOffset = 0;
+  std::vector<int64_t> strides;
+};
+
 /// One argument or result of a graph.
 struct GraphValueInfo {
   std::string name;
@@ -27,9 +37,19 @@ struct GraphValueInfo {
   std::optional<int64_t> indexBound;
   /// For parameters imported with their weights: the initial value.
   mlir::ElementsAttr initialValue;
+  /// For parameters and state whose initial value lives in a file.
+  std::optional<InitialValueRef> initRef;
+  /// For state: model state (`tg.buffer`) rather than optimizer state.
+  bool buffer = false;
   /// Other names of the same tensor (tied weights).
   std::vector<std::string> aliases;
 };
+
+/// Reads a `tg.init_ref` dictionary; nullopt if it is malformed.
+std::optional<InitialValueRef> readInitialValueRef(mlir::DictionaryAttr attr);
+/// The `tg.init_ref` dictionary of `ref`.
+mlir::DictionaryAttr initialValueRefAttr(mlir::MLIRContext *context,
+                                         const InitialValueRef &ref);
 
 /// The graph's entry function, or null (with an error at the module) if the
 /// module has none.

@@ -71,6 +71,17 @@ inline constexpr llvm::StringLiteral kIndexBoundAttr = "tg.index_bound";
 /// Argument attribute of a parameter: its initial value (the weights a
 /// torch.export archive carries), a logical tensor.
 inline constexpr llvm::StringLiteral kInitAttr = "tg.init";
+/// Argument attribute of a parameter or state: where its initial value lives
+/// in a file, read in place rather than carried in the IR (a torch.export
+/// archive's weights): {file = path, entry = name in the archive, offset =
+/// byte offset of the storage in the file, bytes = storage bytes,
+/// storage_offset = elements, strides = array<i64: per dim, elements>}; the
+/// values have the argument's element type and logical shape.
+inline constexpr llvm::StringLiteral kInitRefAttr = "tg.init_ref";
+/// Argument attribute of a `state`: the tensor is model state (a buffer the
+/// model updates, as BatchNorm's running statistics), saved with the
+/// parameters, rather than optimizer state.
+inline constexpr llvm::StringLiteral kBufferAttr = "tg.buffer";
 /// Argument attribute of a parameter: other names of the same tensor (tied
 /// weights), which --save-params writes too.
 inline constexpr llvm::StringLiteral kAliasesAttr = "tg.aliases";
