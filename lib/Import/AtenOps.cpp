@@ -90,6 +90,35 @@ FailureOr<SmallVector<Value>> Node::tensors(StringRef name) {
   return values;
 }
 
+FailureOr<SmallVector<Value>> Node::optionalTensors(StringRef name) {
+  const nlohmann::json *a = arg(name);
+  // A list with no None in it is serialized as a plain tensor list.
+  const char *key = a && a->contains("as_tensors") ? "as_tensors"
+                                                   : "as_optional_tensors";
+  if (!a || !a->contains(key))
+    return error() << "expects an optional tensor list argument '" << name
+                   << "'";
+  SmallVector<Value> values;
+  for (const nlohmann::json &t : (*a)[key]) {
+    if (std::string(key) == "as_tensors") {
+      Value v = lookup(t.value("name", ""));
+      if (!v)
+        return error() << "argument '" << name << "' names an unknown value";
+      values.push_back(v);
+      continue;
+    }
+    if (!t.contains("as_tensor")) {
+      values.push_back(Value());
+      continue;
+    }
+    Value v = lookup(t["as_tensor"].value("name", ""));
+    if (!v)
+      return error() << "argument '" << name << "' names an unknown value";
+    values.push_back(v);
+  }
+  return values;
+}
+
 /// An int of the union encodings (as_int, as_sym_int, as_bool).
 static std::optional<int64_t> asInteger(const json &a) {
   if (a.contains("as_int") && a["as_int"].is_number_integer())
@@ -491,12 +520,27 @@ LogicalResult splitWithSizes(Node &n, bool bySize) {
 }
 
 LogicalResult cat(Node &n) {
-  TRY(xs, n.tensors("tensors"));
+  TRY(given, n.tensors("tensors"));
   TRY(dim, n.integer("dim", 0));
   Type el = outElement(n);
-  for (Value &x : xs)
-    x = n.cast(x, el);
-  dim = normalize(dim, tg::typeOf(xs.front()).getRank());
+  RankedTensorType out = n.outputType(0);
+  // torch.cat skips empty 1-D tensors whatever the others' rank (an empty
+  // key/value cache), and empty pieces add nothing.
+  SmallVector<Value> xs;
+  for (Value x : given) {
+    RankedTensorType t = tg::typeOf(x);
+    if (t.getNumElements() == 0 && (t.getRank() == 1 || given.size() > 1))
+      continue;
+    if (t.getRank() != out.getRank())
+      return n.error() << "cat of " << t << " into " << out
+                       << ": the ranks differ";
+    xs.push_back(n.cast(x, el));
+  }
+  if (xs.empty())
+    return n.define(0, tg::buildZeros(n.b, n.loc, out));
+  if (xs.size() == 1)
+    return n.define(0, xs.front());
+  dim = normalize(dim, out.getRank());
   return n.define(0, tg::ConcatOp::create(n.b, n.loc, xs, dim));
 }
 
@@ -641,10 +685,13 @@ LogicalResult embedding(Node &n) {
   TRY(w, n.tensor("weight"));
   TRY(indices, n.tensor("indices"));
   TRY(padding, n.integer("padding_idx", -1));
+  // PyTorch's -1 means none; a negative index counts from the end.
+  IntegerAttr paddingAttr;
   if (padding != -1)
-    return n.error() << "embedding with padding_idx (its row gets no "
-                        "gradient) is not supported";
-  return n.define(0, tg::EmbeddingOp::create(n.b, n.loc, w, indices));
+    paddingAttr = n.b.getI64IntegerAttr(
+        padding < 0 ? padding + tg::typeOf(w).getDimSize(0) : padding);
+  return n.define(0,
+                  tg::EmbeddingOp::create(n.b, n.loc, w, indices, paddingAttr));
 }
 
 LogicalResult gather(Node &n) {
@@ -670,8 +717,13 @@ LogicalResult attention(Node &n) {
   TRY(q, n.tensor("query"));
   TRY(k, n.tensor("key"));
   TRY(v, n.tensor("value"));
-  if (n.optionalTensor("attn_mask"))
-    return n.error() << "attention with an explicit mask is not supported";
+  std::optional<Value> mask = n.optionalTensor("attn_mask");
+  if (mask && !tg::typeOf(*mask).getElementType().isInteger(1))
+    *mask = n.cast(*mask, tg::typeOf(q).getElementType());
+  if (n.has("enable_gqa") && !*n.boolean("enable_gqa", false) &&
+      tg::typeOf(q).getDimSize(1) != tg::typeOf(k).getDimSize(1))
+    return n.error() << "attention with fewer key/value heads needs "
+                        "enable_gqa=True";
   TRY(dropout, n.number("dropout_p", 0.0));
   if (dropout != 0.0)
     return n.error() << "attention dropout is not supported";
@@ -682,7 +734,8 @@ LogicalResult attention(Node &n) {
     scale = n.b.getF64FloatAttr(s);
   }
   Value out = tg::ScaledDotProductAttentionOp::create(
-      n.b, n.loc, q, k, v, causal ? n.b.getUnitAttr() : UnitAttr(), scale);
+      n.b, n.loc, q, k, v, mask ? *mask : Value(),
+      causal ? n.b.getUnitAttr() : UnitAttr(), scale);
   return n.define(0, out);
 }
 
@@ -697,6 +750,588 @@ LogicalResult nativeDropout(Node &n) {
   Value y = tg::DropoutOp::create(n.b, n.loc, x, n.b.getF64FloatAttr(p),
                                   n.b.getI64IntegerAttr(n.index));
   return n.define(0, y);
+}
+
+/// pow.Scalar: a number raised to a tensor (RoPE's `theta ** (i / d)`).
+LogicalResult powScalarBase(Node &n) {
+  Type el = outElement(n);
+  TRY(base, n.number("self"));
+  TRY(exponent, n.tensor("exponent"));
+  exponent = n.cast(exponent, el);
+  return n.define(0, tg::PowOp::create(n.b, n.loc, n.math().scalar(exponent, base),
+                                       exponent));
+}
+
+/// Bitwise ops on booleans are the logical ones; integer bit patterns have
+/// no tg op.
+template <typename OpT>
+LogicalResult bitwiseBinary(Node &n) {
+  TRY(a, n.tensorOrScalar("self", n.b.getI1Type()));
+  TRY(b, n.tensorOrScalar("other", n.b.getI1Type()));
+  if (!tg::typeOf(a).getElementType().isInteger(1) ||
+      !tg::typeOf(b).getElementType().isInteger(1))
+    return n.error() << "bitwise ops on integer tensors are not supported "
+                        "(on booleans they are)";
+  return n.define(0, OpT::create(n.b, n.loc, a, b));
+}
+
+LogicalResult bitwiseNot(Node &n) {
+  TRY(x, n.tensor("self"));
+  if (!tg::typeOf(x).getElementType().isInteger(1))
+    return n.error() << "bitwise_not of an integer tensor is not supported "
+                        "(of a boolean it is)";
+  return n.define(0, tg::NotOp::create(n.b, n.loc, x));
+}
+
+/// constant_pad_nd: pairs (before, after) from the last dim backwards; a
+/// negative amount crops.
+LogicalResult constantPad(Node &n) {
+  TRY(x, n.tensor("self"));
+  TRY(pad, n.integers("pad"));
+  TRY(value, n.number("value", 0.0));
+  int64_t rank = tg::typeOf(x).getRank();
+  if (pad.size() % 2 != 0 || static_cast<int64_t>(pad.size()) > 2 * rank)
+    return n.error() << "pad needs pairs for at most " << rank
+                     << " dims, got " << pad.size() << " values";
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    int64_t dim = rank - 1 - i, before = pad[2 * i], after = pad[2 * i + 1];
+    int64_t size = tg::typeOf(x).getDimSize(dim);
+    int64_t start = std::max<int64_t>(0, -before),
+            end = size - std::max<int64_t>(0, -after);
+    if (start > end)
+      return n.error() << "pad crops more than dim " << dim << " holds";
+    if (start != 0 || end != size)
+      x = tg::SliceOp::create(n.b, n.loc, x, dim, start, end, 1);
+    x = tg::padAlongDim(n.b, n.loc, x, dim, std::max<int64_t>(0, before),
+                        std::max<int64_t>(0, after), value);
+  }
+  return n.define(0, x);
+}
+
+/// copy(self, src): src broadcast into self's shape and element type.
+LogicalResult copy(Node &n) {
+  TRY(self, n.tensor("self"));
+  TRY(src, n.tensor("src"));
+  RankedTensorType type = tg::typeOf(self);
+  src = n.cast(src, type.getElementType());
+  if (tg::typeOf(src).getShape() != type.getShape())
+    src = tg::BroadcastOp::create(n.b, n.loc, type, src);
+  return n.define(0, src);
+}
+
+/// slice_scatter: `self` with `src` written over self[start:end:step] of
+/// `dim`.
+LogicalResult sliceScatter(Node &n) {
+  TRY(self, n.tensor("self"));
+  TRY(src, n.tensor("src"));
+  RankedTensorType type = tg::typeOf(self);
+  TRY(dim, n.integer("dim", 0));
+  dim = normalize(dim, type.getRank());
+  int64_t size = type.getDimSize(dim);
+  TRY(start, n.integer("start", 0));
+  TRY(step, n.integer("step", 1));
+  if (start < 0)
+    start += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  src = n.cast(src, type.getElementType());
+  int64_t count = tg::typeOf(src).getDimSize(dim);
+  if (count == 0)
+    return n.define(0, self);
+  int64_t span = (count - 1) * step + 1;
+  if (start + span > size)
+    return n.error() << "slice_scatter writes " << count << " elements of step "
+                     << step << " from " << start << " into a dim of size "
+                     << size;
+  // The written stretch: src spread to its stride; between its elements
+  // (step > 1) self keeps its values.
+  Value written = tg::spreadAlongDim(n.b, n.loc, src, dim, step);
+  if (step > 1) {
+    SmallVector<bool> hit(span, false);
+    for (int64_t i = 0; i < span; i += step)
+      hit[i] = true;
+    SmallVector<int64_t> maskShape(type.getRank(), 1);
+    maskShape[dim] = span;
+    auto maskType = RankedTensorType::get(maskShape, n.b.getI1Type());
+    Value mask =
+        tg::ConstantOp::create(n.b, n.loc, DenseElementsAttr::get(maskType, hit));
+    Value kept =
+        tg::SliceOp::create(n.b, n.loc, self, dim, start, start + span, 1);
+    written = n.math().select(mask, written, kept);
+  }
+  SmallVector<Value> pieces;
+  if (start > 0)
+    pieces.push_back(tg::SliceOp::create(n.b, n.loc, self, dim, 0, start, 1));
+  pieces.push_back(written);
+  if (start + span < size)
+    pieces.push_back(
+        tg::SliceOp::create(n.b, n.loc, self, dim, start + span, size, 1));
+  return n.define(0, pieces.size() == 1
+                         ? written
+                         : tg::ConcatOp::create(n.b, n.loc, pieces, dim)
+                               .getResult());
+}
+
+/// repeat: tile `self` by `repeats` (which may add leading dims).
+LogicalResult repeat(Node &n) {
+  TRY(x, n.tensor("self"));
+  TRY(repeats, n.integers("repeats"));
+  RankedTensorType type = tg::typeOf(x);
+  if (static_cast<int64_t>(repeats.size()) < type.getRank())
+    return n.error() << "repeat needs at least " << type.getRank()
+                     << " repeats, got " << repeats.size();
+  // [s...] -> [1, s0, 1, s1, ...] -> [r0, s0, r1, s1, ...] -> [r0*s0, ...]
+  SmallVector<int64_t> shape(repeats.size() - type.getRank(), 1);
+  shape.append(type.getShape().begin(), type.getShape().end());
+  SmallVector<int64_t> interleaved, tiled, result;
+  for (auto [r, s] : llvm::zip(repeats, shape)) {
+    interleaved.append({1, s});
+    tiled.append({r, s});
+    result.push_back(r * s);
+  }
+  Type el = type.getElementType();
+  Value v = tg::ReshapeOp::create(n.b, n.loc,
+                                  RankedTensorType::get(interleaved, el), x);
+  v = tg::BroadcastOp::create(n.b, n.loc, RankedTensorType::get(tiled, el), v);
+  return n.define(0, tg::ReshapeOp::create(
+                         n.b, n.loc, RankedTensorType::get(result, el), v));
+}
+
+/// cumsum along `dim` as a Hillis-Steele scan: log2(n) shifted adds, exact
+/// for integers, differentiable through slice and concat.
+LogicalResult cumsum(Node &n) {
+  TRY(x, n.tensor("self"));
+  TRY(dim, n.integer("dim"));
+  x = n.cast(x, outElement(n));
+  int64_t rank = tg::typeOf(x).getRank();
+  if (rank == 0)
+    return n.define(0, x);
+  dim = normalize(dim, rank);
+  int64_t size = tg::typeOf(x).getDimSize(dim);
+  for (int64_t shift = 1; shift < size; shift *= 2) {
+    Value head = tg::SliceOp::create(n.b, n.loc, x, dim, 0, size - shift, 1);
+    x = n.math().add(x, tg::padAlongDim(n.b, n.loc, head, dim, shift, 0));
+  }
+  return n.define(0, x);
+}
+
+/// index.Tensor: advanced indexing by integer (or boolean-free) index
+/// tensors, one per leading dim or None. The indexed dims are moved to the
+/// front and flattened into one, the indices combined into a linear index
+/// over them, and a gather along that dim reads the rows; the indexed
+/// result dims then go where PyTorch puts them (in place of the indexed
+/// dims when these are adjacent, in front otherwise).
+LogicalResult indexTensor(Node &n) {
+  TRY(x, n.tensor("self"));
+  TRY(entries, n.optionalTensors("indices"));
+  RankedTensorType type = tg::typeOf(x);
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> indexedDims;
+  SmallVector<Value> indices;
+  int64_t position = entries.size();
+  for (auto [dim, v] : llvm::enumerate(entries)) {
+    if (!v)
+      continue;
+    Type el = tg::typeOf(v).getElementType();
+    if (!isa<IntegerType>(el) || el.isInteger(1))
+      return n.error() << "indexing by boolean masks is not supported "
+                          "(their result shape depends on the data)";
+    indexedDims.push_back(dim);
+    indices.push_back(v);
+  }
+  if (indices.empty() || position > rank)
+    return n.error() << "index needs 1 to " << rank << " index tensors";
+  bool adjacent = indexedDims.back() - indexedDims.front() + 1 ==
+                  static_cast<int64_t>(indexedDims.size());
+  tg::GraphMath m = n.math();
+  // The linear index over the indexed dims, negative indices wrapped.
+  SmallVector<int64_t> indexShape = {};
+  Value linear;
+  int64_t rows = 1;
+  for (int64_t i = indices.size() - 1; i >= 0; --i) {
+    int64_t size = type.getDimSize(indexedDims[i]);
+    Value idx = n.cast(indices[i], n.b.getI64Type());
+    idx = m.select(m.compare("lt", idx, m.scalar(idx, 0)),
+                   m.add(idx, m.scalar(idx, size)), idx);
+    if (rows != 1)
+      idx = m.mul(idx, m.scalar(idx, rows));
+    linear = linear ? m.add(linear, idx) : idx;
+    rows *= size;
+  }
+  RankedTensorType linearType = tg::typeOf(linear);
+  // A single index tensor broadcasts by itself; several broadcast together.
+  for (Value idx : indices)
+    if (tg::typeOf(idx).getShape() != linearType.getShape() &&
+        tg::typeOf(idx).getNumElements() > linearType.getNumElements())
+      linearType = tg::typeOf(idx);
+  if (tg::typeOf(linear).getShape() != linearType.getShape())
+    linear = tg::BroadcastOp::create(
+        n.b, n.loc, RankedTensorType::get(linearType.getShape(), n.b.getI64Type()),
+        linear);
+  // x with the indexed dims first, flattened: [rows, rest].
+  SmallVector<int64_t> perm(indexedDims.begin(), indexedDims.end());
+  SmallVector<int64_t> restShape;
+  int64_t rest = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(indexedDims, d)) {
+      perm.push_back(d);
+      restShape.push_back(type.getDimSize(d));
+      rest *= type.getDimSize(d);
+    }
+  Type el = type.getElementType();
+  Value table = x;
+  if (!llvm::equal(perm, llvm::seq<int64_t>(0, rank)))
+    table = tg::TransposeOp::create(n.b, n.loc, table, perm);
+  table = tg::ReshapeOp::create(n.b, n.loc,
+                                RankedTensorType::get({rows, rest}, el), table);
+  int64_t count = linearType.getNumElements();
+  Value flat = tg::ReshapeOp::create(
+      n.b, n.loc, RankedTensorType::get({count, 1}, n.b.getI64Type()), linear);
+  flat = tg::BroadcastOp::create(
+      n.b, n.loc, RankedTensorType::get({count, rest}, n.b.getI64Type()), flat);
+  Value picked = tg::GatherOp::create(n.b, n.loc, table, flat, 0);
+  // [index dims..., rest dims...], then the index dims in place.
+  SmallVector<int64_t> shape(linearType.getShape());
+  int64_t indexRank = shape.size();
+  shape.append(restShape);
+  Value result =
+      tg::ReshapeOp::create(n.b, n.loc, RankedTensorType::get(shape, el), picked);
+  if (adjacent && indexedDims.front() > 0) {
+    int64_t front = indexedDims.front();
+    SmallVector<int64_t> order;
+    for (int64_t d = 0; d < front; ++d)
+      order.push_back(indexRank + d);
+    for (int64_t d = 0; d < indexRank; ++d)
+      order.push_back(d);
+    for (int64_t d = indexRank + front; d < static_cast<int64_t>(shape.size()); ++d)
+      order.push_back(d);
+    result = tg::TransposeOp::create(n.b, n.loc, result, order);
+  }
+  return n.define(0, result);
+}
+
+/// The window positions of a pooling or convolution along the spatial dims
+/// (2..): `input` padded by `padding` (and on the right as far as the
+/// declared output needs), then one strided slice per kernel offset, each
+/// [N, C, O...], in row-major order of the offsets.
+struct Windows {
+  SmallVector<Value> slices;
+  SmallVector<int64_t> outputSize;
+};
+
+FailureOr<Windows> windows(Node &n, Value input, ArrayRef<int64_t> kernel,
+                           ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
+                           ArrayRef<int64_t> dilation,
+                           ArrayRef<int64_t> outputSize, double fill) {
+  int64_t spatial = kernel.size();
+  Value padded = input;
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t dim = 2 + i;
+    int64_t size = tg::typeOf(input).getDimSize(dim);
+    int64_t needed = (outputSize[i] - 1) * stride[i] +
+                     (kernel[i] - 1) * dilation[i] + 1;
+    int64_t after = std::max<int64_t>(padding[i], needed - size - padding[i]);
+    if (outputSize[i] < 1 || needed > size + padding[i] + after)
+      return n.error() << "window of " << kernel[i] << " does not fit spatial "
+                       << "dim " << i << " of size " << size;
+    padded = tg::padAlongDim(n.b, n.loc, padded, dim, padding[i], after, fill);
+  }
+  Windows w;
+  w.outputSize.assign(outputSize.begin(), outputSize.end());
+  SmallVector<int64_t> offset(spatial, 0);
+  while (true) {
+    Value slice = padded;
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t start = offset[i] * dilation[i];
+      slice = tg::SliceOp::create(n.b, n.loc, slice, 2 + i, start,
+                                  start + (outputSize[i] - 1) * stride[i] + 1,
+                                  stride[i]);
+    }
+    w.slices.push_back(slice);
+    int64_t i = spatial - 1;
+    for (; i >= 0; --i) {
+      if (++offset[i] < kernel[i])
+        break;
+      offset[i] = 0;
+    }
+    if (i < 0)
+      break;
+  }
+  return w;
+}
+
+/// A per-spatial-dim list: one value for all, or one per dim.
+FailureOr<SmallVector<int64_t>> spatialList(Node &n, StringRef name,
+                                            int64_t spatial,
+                                            SmallVector<int64_t> fallback) {
+  TRY(v, n.integers(name, fallback));
+  if (v.size() == 1)
+    v.assign(spatial, v.front());
+  if (static_cast<int64_t>(v.size()) != spatial)
+    return n.error() << "'" << name << "' needs " << spatial
+                     << " values, got " << v.size();
+  return v;
+}
+
+/// The window slices stacked on a new dim 2: [N, C, K, O...].
+Value stackWindows(Node &n, ArrayRef<Value> slices) {
+  SmallVector<Value> columns;
+  for (Value s : slices) {
+    RankedTensorType t = tg::typeOf(s);
+    SmallVector<int64_t> shape(t.getShape());
+    shape.insert(shape.begin() + 2, 1);
+    columns.push_back(tg::ReshapeOp::create(
+        n.b, n.loc, RankedTensorType::get(shape, t.getElementType()), s));
+  }
+  if (columns.size() == 1)
+    return columns.front();
+  return tg::ConcatOp::create(n.b, n.loc, columns, 2);
+}
+
+/// convolution (any number of spatial dims, stride, padding, dilation,
+/// groups) as im2col and one batched matmul over the groups.
+LogicalResult convolution(Node &n) {
+  TRY(x, n.tensor("input"));
+  TRY(w, n.tensor("weight"));
+  std::optional<Value> bias = n.optionalTensor("bias");
+  TRY(transposed, n.boolean("transposed", false));
+  if (transposed)
+    return n.error() << "transposed convolution is not supported";
+  RankedTensorType xType = tg::typeOf(x), wType = tg::typeOf(w);
+  int64_t spatial = xType.getRank() - 2;
+  if (spatial < 1 || wType.getRank() != xType.getRank())
+    return n.error() << "convolution needs [N, C, spatial...] input and "
+                        "[O, C/groups, kernel...] weight";
+  TRY(stride, spatialList(n, "stride", spatial, {1}));
+  TRY(padding, spatialList(n, "padding", spatial, {0}));
+  TRY(dilation, spatialList(n, "dilation", spatial, {1}));
+  TRY(groups, n.integer("groups", 1));
+  int64_t batch = xType.getDimSize(0), channels = xType.getDimSize(1),
+          outChannels = wType.getDimSize(0);
+  if (groups < 1 || channels % groups || outChannels % groups ||
+      wType.getDimSize(1) * groups != channels)
+    return n.error() << "convolution of " << channels << " channels into "
+                     << outChannels << " with " << groups
+                     << " groups and weight " << wType;
+  SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
+  RankedTensorType out = n.outputType(0);
+  SmallVector<int64_t> outputSize(out.getShape().drop_front(2));
+  TRY(win, windows(n, x, kernel, stride, padding, dilation, outputSize, 0.0));
+  // [N, C, K, O...] -> [N, G, C/G * K, P]
+  int64_t k = win.slices.size(), positions = 1;
+  for (int64_t o : outputSize)
+    positions *= o;
+  Type el = xType.getElementType();
+  Value columns = tg::ReshapeOp::create(
+      n.b, n.loc,
+      RankedTensorType::get({batch, groups, channels / groups * k, positions},
+                            el),
+      stackWindows(n, win.slices));
+  Value weights = tg::ReshapeOp::create(
+      n.b, n.loc,
+      RankedTensorType::get({groups, outChannels / groups,
+                             channels / groups * k},
+                            el),
+      w);
+  Value y = tg::MatmulOp::create(n.b, n.loc, weights, columns);
+  SmallVector<int64_t> shape = {batch, outChannels};
+  shape.append(outputSize);
+  y = tg::ReshapeOp::create(n.b, n.loc, RankedTensorType::get(shape, el), y);
+  if (bias) {
+    SmallVector<int64_t> biasShape(spatial + 1, 1);
+    biasShape[0] = outChannels;
+    y = n.math().add(y, tg::ReshapeOp::create(
+                            n.b, n.loc, RankedTensorType::get(biasShape, el),
+                            *bias));
+  }
+  return n.define(0, y);
+}
+
+/// max_pool{1,2,3}d_with_indices: the max over each window (padding is
+/// -inf), and the flat spatial index of its first maximum.
+LogicalResult maxPoolWithIndices(Node &n) {
+  TRY(x, n.tensor("self"));
+  RankedTensorType type = tg::typeOf(x);
+  TRY(kernelGiven, n.integers("kernel_size"));
+  int64_t spatial = kernelGiven.size() == 1 ? type.getRank() - 2
+                                            : kernelGiven.size();
+  if (spatial < 1 || spatial > type.getRank() - 1)
+    return n.error() << "max_pool of " << type << " needs [N, C, spatial...]";
+  if (type.getRank() - 2 != spatial)
+    return n.error() << "max_pool without a batch dim is not supported";
+  TRY(kernel, spatialList(n, "kernel_size", spatial, {}));
+  // An empty stride means the kernel's.
+  TRY(strideGiven, n.integers("stride", SmallVector<int64_t>{}));
+  SmallVector<int64_t> stride = kernel;
+  if (!strideGiven.empty()) {
+    TRY(s, spatialList(n, "stride", spatial, {}));
+    stride = s;
+  }
+  TRY(padding, spatialList(n, "padding", spatial, {0}));
+  TRY(dilation, spatialList(n, "dilation", spatial, {1}));
+  RankedTensorType out = n.outputType(0);
+  SmallVector<int64_t> outputSize(out.getShape().drop_front(2));
+  TRY(win, windows(n, x, kernel, stride, padding, dilation, outputSize,
+                   -INFINITY));
+  Value stacked = stackWindows(n, win.slices);
+  tg::GraphMath m = n.math();
+  Value best = m.max(stacked, {2}, /*keepDim=*/false);
+  if (failed(n.define(0, best)))
+    return failure();
+  if (!n.hasOutput(1))
+    return success();
+  // Flat input position of each window element; the smallest among the
+  // maxima is the first in PyTorch's scan order.
+  int64_t k = win.slices.size();
+  SmallVector<int64_t> posShape = {k};
+  posShape.append(outputSize);
+  auto posType = RankedTensorType::get(posShape, n.b.getI64Type());
+  SmallVector<int64_t> inputSize(type.getShape().drop_front(2));
+  SmallVector<int64_t> positions;
+  SmallVector<int64_t> offset(spatial, 0), at(spatial, 0);
+  for (int64_t w = 0; w < k; ++w) {
+    int64_t rem = w;
+    for (int64_t i = spatial - 1; i >= 0; --i) {
+      offset[i] = rem % kernel[i];
+      rem /= kernel[i];
+    }
+    std::fill(at.begin(), at.end(), 0);
+    while (true) {
+      int64_t flat = 0;
+      for (int64_t i = 0; i < spatial; ++i)
+        flat = flat * inputSize[i] + at[i] * stride[i] - padding[i] +
+               offset[i] * dilation[i];
+      positions.push_back(flat);
+      int64_t i = spatial - 1;
+      for (; i >= 0; --i) {
+        if (++at[i] < outputSize[i])
+          break;
+        at[i] = 0;
+      }
+      if (i < 0)
+        break;
+    }
+  }
+  Value pos = tg::ConstantOp::create(
+      n.b, n.loc, DenseElementsAttr::get(posType, ArrayRef<int64_t>(positions)));
+  Value keep = tg::ReshapeOp::create(
+      n.b, n.loc,
+      RankedTensorType::get(tg::keepDimType(tg::typeOf(stacked), {2}).getShape(),
+                            type.getElementType()),
+      best);
+  Value isMax = m.compare("eq", stacked, keep);
+  Value big = m.scalar(pos, static_cast<double>(std::numeric_limits<int32_t>::max()));
+  Value candidate = m.select(isMax, m.neg(pos), m.neg(big));
+  return n.define(1, m.neg(m.max(candidate, {2}, false)));
+}
+
+/// Batch norm: batch statistics in training (biased variance to normalize,
+/// unbiased for the running variance), running statistics otherwise.
+/// Outputs (out, mean, rstd[, new running mean, new running var]).
+LogicalResult batchNorm(Node &n, bool functional, bool alwaysEval) {
+  TRY(x, n.tensor("input"));
+  std::optional<Value> weight = n.optionalTensor("weight");
+  std::optional<Value> bias = n.optionalTensor("bias");
+  std::optional<Value> runningMean = n.optionalTensor("running_mean");
+  std::optional<Value> runningVar = n.optionalTensor("running_var");
+  TRY(training, n.boolean("training", !alwaysEval));
+  TRY(momentum, n.number("momentum", 0.1));
+  TRY(eps, n.number("eps", 1e-5));
+  RankedTensorType type = tg::typeOf(x);
+  if (type.getRank() < 2)
+    return n.error() << "batch_norm needs [N, C, ...], got " << type;
+  int64_t channels = type.getDimSize(1);
+  SmallVector<int64_t> dims = {0};
+  int64_t count = type.getDimSize(0);
+  for (int64_t d = 2; d < type.getRank(); ++d) {
+    dims.push_back(d);
+    count *= type.getDimSize(d);
+  }
+  SmallVector<int64_t> channelShape(type.getRank(), 1);
+  channelShape[1] = channels;
+  Type el = type.getElementType();
+  auto perChannel = [&](Value v) {
+    return tg::ReshapeOp::create(n.b, n.loc,
+                                 RankedTensorType::get(channelShape, el),
+                                 n.cast(v, el))
+        .getResult();
+  };
+  tg::GraphMath m = n.math();
+  Value mean, var;
+  if (training) {
+    mean = m.mean(x, dims, /*keepDim=*/true);
+    Value centered = m.sub(x, mean);
+    var = m.mean(m.mul(centered, centered), dims, true);
+  } else {
+    if (!runningMean || !runningVar)
+      return n.error() << "batch_norm in eval mode needs running statistics";
+    mean = perChannel(*runningMean);
+    var = perChannel(*runningVar);
+  }
+  Value rstd = tg::RsqrtOp::create(n.b, n.loc, m.add(var, m.scalar(var, eps)));
+  Value y = m.mul(m.sub(x, mean), rstd);
+  if (weight)
+    y = m.mul(y, perChannel(*weight));
+  if (bias)
+    y = m.add(y, perChannel(*bias));
+  auto flat = [&](Value v) {
+    return tg::ReshapeOp::create(n.b, n.loc,
+                                 RankedTensorType::get({channels}, el), v)
+        .getResult();
+  };
+  if (failed(n.define(0, y)))
+    return failure();
+  // The saved statistics: per channel in training, empty otherwise.
+  for (auto [i, saved] : llvm::enumerate(ArrayRef<Value>{mean, rstd})) {
+    if (!n.hasOutput(i + 1))
+      continue;
+    Value v = training ? flat(saved)
+                       : tg::buildZeros(n.b, n.loc, n.outputType(i + 1));
+    if (failed(n.define(i + 1, v)))
+      return failure();
+  }
+  if (!functional || n.numOutputs() < 5)
+    return success();
+  // The running statistics' updates (their own dtype, usually f32).
+  Value newMean = *runningMean, newVar = *runningVar;
+  if (training) {
+    Type statEl = tg::typeOf(*runningMean).getElementType();
+    Value batchMean = n.cast(flat(mean), statEl);
+    Value unbiased = n.cast(
+        flat(m.mul(var, m.scalar(var, count / std::max<double>(1, count - 1)))),
+        statEl);
+    auto blend = [&](Value running, Value batchValue) {
+      return m.add(m.mul(running, m.scalar(running, 1.0 - momentum)),
+                   m.mul(batchValue, m.scalar(batchValue, momentum)));
+    };
+    newMean = blend(*runningMean, batchMean);
+    newVar = blend(*runningVar, unbiased);
+  }
+  if (failed(n.define(3, newMean)))
+    return failure();
+  return n.define(4, newVar);
+}
+
+/// adaptive_avg_pool: PyTorch's windows [floor(i*in/out), ceil((i+1)*in/out)).
+LogicalResult adaptiveAvgPool(Node &n) {
+  TRY(x, n.tensor("self"));
+  RankedTensorType out = n.outputType(0);
+  RankedTensorType type = tg::typeOf(x);
+  tg::GraphMath m = n.math();
+  Value v = x;
+  for (int64_t dim = type.getRank() - 1; dim >= 0; --dim) {
+    int64_t in = type.getDimSize(dim), o = out.getDimSize(dim);
+    if (in == o)
+      continue;
+    SmallVector<Value> pieces;
+    for (int64_t i = 0; i < o; ++i) {
+      int64_t start = i * in / o, end = ((i + 1) * in + o - 1) / o;
+      pieces.push_back(m.mean(
+          tg::SliceOp::create(n.b, n.loc, v, dim, start, end, 1), {dim}, true));
+    }
+    v = pieces.size() == 1 ? pieces.front()
+                           : tg::ConcatOp::create(n.b, n.loc, pieces, dim).getResult();
+  }
+  return n.define(0, v);
 }
 
 LogicalResult noOutputs(Node &) { return success(); }
@@ -737,6 +1372,13 @@ const llvm::StringMap<Mapping> &atenMappings() {
     add("minimum.default", binary<tg::MinimumOp>());
     add("pow.Tensor_Scalar", pow);
     add("pow.Tensor_Tensor", pow);
+    add("pow.Scalar", powScalarBase);
+    add("bitwise_and.Tensor", bitwiseBinary<tg::AndOp>);
+    add("bitwise_and.Scalar", bitwiseBinary<tg::AndOp>);
+    add("bitwise_or.Tensor", bitwiseBinary<tg::OrOp>);
+    add("bitwise_or.Scalar", bitwiseBinary<tg::OrOp>);
+    add("bitwise_not.default", bitwiseNot);
+    add("cumsum.default", cumsum);
     add("where.self", where);
     add("masked_fill.Scalar", maskedFill);
     add("masked_fill.Tensor", maskedFill);
@@ -777,6 +1419,24 @@ const llvm::StringMap<Mapping> &atenMappings() {
         [](Node &n) { return splitWithSizes(n, /*bySize=*/false); });
     add("split.Tensor", [](Node &n) { return splitWithSizes(n, true); });
     add("cat.default", cat);
+    add("constant_pad_nd.default", constantPad);
+    add("copy.default", copy);
+    add("slice_scatter.default", sliceScatter);
+    add("repeat.default", repeat);
+    add("index.Tensor", indexTensor);
+    add("convolution.default", convolution);
+    add("max_pool2d_with_indices.default", maxPoolWithIndices);
+    add("max_pool3d_with_indices.default", maxPoolWithIndices);
+    add("adaptive_avg_pool1d.default", adaptiveAvgPool);
+    add("_adaptive_avg_pool2d.default", adaptiveAvgPool);
+    add("adaptive_avg_pool2d.default", adaptiveAvgPool);
+    add("_adaptive_avg_pool3d.default", adaptiveAvgPool);
+    add("_native_batch_norm_legit_functional.default",
+        [](Node &n) { return batchNorm(n, /*functional=*/true, false); });
+    add("_native_batch_norm_legit_no_training.default",
+        [](Node &n) { return batchNorm(n, false, /*alwaysEval=*/true); });
+    add("_native_batch_norm_legit.no_stats",
+        [](Node &n) { return batchNorm(n, false, false); });
     add("embedding.default", embedding);
     add("gather.default", gather);
     // Factories.

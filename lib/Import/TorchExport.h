@@ -54,6 +54,9 @@ public:
   std::optional<mlir::Value> optionalTensor(llvm::StringRef name);
   /// The tensors of a list argument.
   mlir::FailureOr<llvm::SmallVector<mlir::Value>> tensors(llvm::StringRef name);
+  /// The entries of an optional-tensor list argument (null for None).
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  optionalTensors(llvm::StringRef name);
   mlir::FailureOr<int64_t> integer(llvm::StringRef name,
                                    std::optional<int64_t> defaultValue = {});
   mlir::FailureOr<llvm::SmallVector<int64_t>>
@@ -74,6 +77,8 @@ public:
 
   /// The number of outputs the node declares.
   size_t numOutputs() const;
+  /// True if output `i` exists and has a name (a later node may use it).
+  bool hasOutput(size_t i) const { return !outputName(i).empty(); }
   /// The declared type of output `i`.
   mlir::RankedTensorType outputType(size_t i = 0);
   /// Defines output `i` (converted to its declared element type when the

@@ -10,7 +10,11 @@ be in ACTUAL with the same shape, and every element must satisfy
 
     |actual - expected| <= atol + rtol * |expected|
 
-(numpy.isclose's rule; NaN matches only NaN). ACTUAL may hold more tensors
+(numpy.isclose's rule; NaN matches only NaN). With --grads G --grad-floor F,
+an element of a tensor that G also holds is compared only where its
+gradient in G exceeds F times that gradient's largest magnitude: AdamW
+turns a gradient that is zero in exact arithmetic (a key bias's) into an
+lr-sized step of random sign, which no two implementations share. ACTUAL may hold more tensors
 than EXPECTED. Prints one line per tensor compared,
 
     ok   grad/fc1.weight [32, 50] max_abs 1.2e-17 max_rel 3.4e-15 worst 0.0012
@@ -120,10 +124,13 @@ def main(argv=None):
     ap.add_argument("--exclude", action="append", default=[],
                     help="skip the expected keys with this prefix "
                          "(repeatable)")
+    ap.add_argument("--grads", help="reference gradients (see above)")
+    ap.add_argument("--grad-floor", type=float, default=1e-6)
     args = ap.parse_args(argv)
     try:
         actual = read(args.actual)
         expected = read(args.expected)
+        grads = read(args.grads) if args.grads else {}
     except (OSError, ValueError, KeyError, struct.error) as e:
         print(f"compare-safetensors: error: {e}", file=sys.stderr)
         return 1
@@ -148,13 +155,20 @@ def main(argv=None):
             print(f"FAIL {key}: shape {got_shape}, expected {shape}")
             failures += 1
             continue
+        if key in grads:
+            g = grads[key][2]
+            floor = args.grad_floor * max((abs(v) for v in g), default=0.0)
+            kept = [i for i, v in enumerate(g) if abs(v) > floor]
+            got = [got[i] for i in kept]
+            want = [want[i] for i in kept]
         ok, max_abs, max_rel, worst, index = compare(got, want, args.rtol,
                                                      args.atol)
         overall = max(overall, worst)
         line = (f"{'ok  ' if ok else 'FAIL'} {key} {shape} max_abs "
                 f"{max_abs:.3g} max_rel {max_rel:.3g} worst {worst:.3g}")
         if not ok and index is not None:
-            line += (f" at {unravel(index, shape)}: got {got[index]!r}, "
+            at = kept[index] if key in grads else index
+            line += (f" at {unravel(at, shape)}: got {got[index]!r}, "
                      f"expected {want[index]!r}")
         print(line)
         failures += not ok

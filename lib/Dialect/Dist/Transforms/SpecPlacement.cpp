@@ -48,10 +48,11 @@ std::string parameterOf(StringRef stateName) {
 }
 
 /// The tensor-parallel layout of the linear layers, found from the graph as
-/// Megatron-LM lays it out: a linear layer (x @ W^T with W a parameter)
+/// Megatron-LM lays it out: a linear layer (x @ W^T with W a parameter
+/// [out, in], or x @ W with W [in, out] as HuggingFace's Conv1D keeps it)
 /// whose input comes from no column-parallel output is column-parallel (W
-/// split on its output features, dim 0, with its bias); one whose input
-/// does is row-parallel (W split on its input features, dim 1). A column
+/// split on its output features, with its bias); one whose input does is
+/// row-parallel (W split on its input features). A column
 /// layer no row layer follows (an LM head) stays whole. Maps parameter
 /// names to the dim to split.
 llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main) {
@@ -81,17 +82,24 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main) {
     tg::MatmulOp matmul;
     std::string weight, bias;
     Value output;
+    /// The weight's output-feature and input-feature dims.
+    int64_t outDim, inDim;
   };
   SmallVector<Linear> linears;
   for (Operation &op : fn.getBody().front()) {
     auto matmul = dyn_cast<tg::MatmulOp>(op);
-    auto transpose =
-        matmul ? matmul.getRhs().getDefiningOp<tg::TransposeOp>() : nullptr;
-    if (!transpose || typeOf(transpose.getInput()).getRank() != 2 ||
-        paramName(transpose.getInput()).empty())
+    if (!matmul)
       continue;
-    Linear linear{matmul, paramName(transpose.getInput()), "",
-                  matmul.getResult()};
+    Value weight = matmul.getRhs();
+    int64_t outDim = 1;
+    if (auto transpose = weight.getDefiningOp<tg::TransposeOp>()) {
+      weight = transpose.getInput();
+      outDim = 0;
+    }
+    if (typeOf(weight).getRank() != 2 || paramName(weight).empty())
+      continue;
+    Linear linear{matmul, paramName(weight), "", matmul.getResult(), outDim,
+                  1 - outDim};
     if (matmul.getResult().hasOneUse())
       if (auto add = dyn_cast<tg::AddOp>(*matmul.getResult().getUsers().begin()))
         if (!paramName(add.getRhs()).empty() &&
@@ -133,7 +141,7 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main) {
   llvm::StringMap<int64_t> layout;
   for (auto [i, linear] : llvm::enumerate(linears)) {
     if (kind[i] == 2) {
-      layout[linear.weight] = 1;
+      layout[linear.weight] = linear.inDim;
       continue;
     }
     // A column layer must feed a row layer: its output reaches one.
@@ -143,7 +151,7 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main) {
           return split.contains(cast<tg::MatmulOp>(row).getLhs());
         }))
       continue;
-    layout[linear.weight] = 0;
+    layout[linear.weight] = linear.outDim;
     if (!linear.bias.empty())
       layout[linear.bias] = 0;
   }
@@ -174,6 +182,20 @@ public:
       llvm::erase(axes, axis);
     sharding.dims[dim].push_back(axis);
     return success();
+  }
+
+  /// The first dim of `info` that `axis` splits evenly on top of the axes
+  /// already splitting it.
+  std::optional<int64_t> evenDim(const TensorSharding &sharding, int axis,
+                                 const tg::GraphValueInfo &info) {
+    for (int64_t d = 0; d < info.type.getRank(); ++d) {
+      int64_t parts = mesh.shape[axis];
+      for (int other : sharding.dims[d])
+        parts *= mesh.shape[other];
+      if (info.type.getDimSize(d) % parts == 0)
+        return d;
+    }
+    return std::nullopt;
   }
 
   /// Tensor-parallel presets first, data-parallel ones after: a dim split
@@ -224,8 +246,11 @@ public:
                   (preset == "zero1" || preset == "zero2" ||
                    preset == "zero3")) ||
                  (info.role == "param" && preset == "zero3")) {
-        if (failed(shardOn(sharding, axis, 0, info, pointer)))
-          return failure();
+        // ZeRO splits the first dim that divides evenly; a tensor with
+        // none (a [1, 1, d] class token) stays whole on this axis.
+        if (std::optional<int64_t> dim = evenDim(sharding, axis, info))
+          if (failed(shardOn(sharding, axis, *dim, info, pointer)))
+            return failure();
       }
     }
     return success();

@@ -56,6 +56,47 @@ Value sumToShape(OpBuilder &b, Location loc, Value grad,
   return reshapeTo(b, loc, summed, target);
 }
 
+Value padAlongDim(OpBuilder &b, Location loc, Value value, int64_t dim,
+                  int64_t before, int64_t after, double fill) {
+  RankedTensorType type = typeOf(value);
+  auto block = [&](int64_t size) -> Value {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] = size;
+    return FullOp::create(b, loc,
+                          RankedTensorType::get(shape, type.getElementType()),
+                          b.getF64FloatAttr(fill));
+  };
+  SmallVector<Value> pieces;
+  if (before > 0)
+    pieces.push_back(block(before));
+  pieces.push_back(value);
+  if (after > 0)
+    pieces.push_back(block(after));
+  if (pieces.size() == 1)
+    return value;
+  return ConcatOp::create(b, loc, pieces, dim);
+}
+
+Value spreadAlongDim(OpBuilder &b, Location loc, Value value, int64_t dim,
+                     int64_t step) {
+  RankedTensorType type = typeOf(value);
+  int64_t size = type.getDimSize(dim);
+  if (step == 1 || size == 0)
+    return value;
+  // [.., k, ..] -> [.., k, 1, ..] -> [.., k, step, ..] (zeros after each)
+  // -> [.., k * step, ..] -> the first (k - 1) * step + 1.
+  SmallVector<int64_t> split(type.getShape());
+  split.insert(split.begin() + dim + 1, 1);
+  Value column = ReshapeOp::create(
+      b, loc, RankedTensorType::get(split, type.getElementType()), value);
+  Value padded = padAlongDim(b, loc, column, dim + 1, 0, step - 1);
+  SmallVector<int64_t> merged(type.getShape());
+  merged[dim] = size * step;
+  Value flat = ReshapeOp::create(
+      b, loc, RankedTensorType::get(merged, type.getElementType()), padded);
+  return SliceOp::create(b, loc, flat, dim, 0, (size - 1) * step + 1, 1);
+}
+
 SmallVector<int64_t> normalizedDims(ArrayRef<int64_t> dims, int64_t rank) {
   SmallVector<int64_t> result;
   for (int64_t d : dims)

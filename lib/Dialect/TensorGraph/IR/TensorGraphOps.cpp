@@ -430,6 +430,26 @@ LogicalResult ScaledDotProductAttentionOp::inferReturnTypes(
     return emitOptionalError(loc, "sdpa query and key head dims differ");
   if (k.getDimSize(2) != v.getDimSize(2))
     return emitOptionalError(loc, "sdpa key and value lengths differ");
+  if (adaptor.getMask()) {
+    // The mask broadcasts NumPy-style to the scores [B, H, S, S2].
+    RankedTensorType mask = tensorOf(adaptor.getMask());
+    SmallVector<int64_t> scores = {q.getDimSize(0), heads, q.getDimSize(2),
+                                   k.getDimSize(2)};
+    bool fits = mask.getRank() <= 4;
+    for (int64_t i = 0; fits && i < mask.getRank(); ++i) {
+      int64_t m = mask.getDimSize(mask.getRank() - 1 - i);
+      fits = m == 1 || m == scores[3 - i];
+    }
+    if (!fits)
+      return emitOptionalError(loc, "sdpa mask of shape ",
+                               shapeString(mask.getShape()),
+                               " does not broadcast to the scores ",
+                               shapeString(scores));
+    if (!mask.getElementType().isInteger(1) &&
+        mask.getElementType() != q.getElementType())
+      return emitOptionalError(loc, "sdpa mask must be i1 or the query's "
+                                    "element type");
+  }
   types.push_back(RankedTensorType::get(
       {q.getDimSize(0), heads, q.getDimSize(2), v.getDimSize(3)},
       q.getElementType()));

@@ -312,26 +312,14 @@ LogicalResult BroadcastOp::buildVJP(OpBuilder &b, Value g,
 
 LogicalResult SliceOp::buildVJP(OpBuilder &b, Value g,
                                 SmallVectorImpl<Value> &grads) {
-  // The slice's gradient padded with zeros on both sides of `dim`.
-  if (getStep() != 1)
-    return emitOpError("has no derivative rule for step ") << getStep();
+  // The slice's gradient spread back to its stride, padded with zeros on
+  // both sides of `dim`.
   RankedTensorType in = getInput().getType();
   int64_t dim = *normalizeDim(getDim(), in.getRank());
-  SmallVector<Value> pieces;
-  auto zerosOfSize = [&](int64_t size) {
-    SmallVector<int64_t> shape(in.getShape());
-    shape[dim] = size;
-    return buildZeros(b, getLoc(),
-                      RankedTensorType::get(shape, in.getElementType()));
-  };
-  if (getStart() > 0)
-    pieces.push_back(zerosOfSize(getStart()));
-  pieces.push_back(g);
-  if (getEnd() < in.getDimSize(dim))
-    pieces.push_back(zerosOfSize(in.getDimSize(dim) - getEnd()));
-  grads.push_back(pieces.size() == 1
-                      ? g
-                      : ConcatOp::create(b, getLoc(), pieces, dim).getResult());
+  Value spread = spreadAlongDim(b, getLoc(), g, dim, getStep());
+  int64_t after =
+      in.getDimSize(dim) - getStart() - typeOf(spread).getDimSize(dim);
+  grads.push_back(padAlongDim(b, getLoc(), spread, dim, getStart(), after));
   return success();
 }
 
@@ -350,6 +338,19 @@ LogicalResult ConcatOp::buildVJP(OpBuilder &b, Value g,
 
 LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, Value g,
                                     SmallVectorImpl<Value> &grads) {
+  if (std::optional<int64_t> padding = getPaddingIdx()) {
+    // Positions holding padding_idx add nothing to the weight's gradient.
+    GraphMath m{b, getLoc()};
+    RankedTensorType indices = getIndices().getType();
+    SmallVector<int64_t> column(indices.getShape());
+    column.push_back(1);
+    Value isPadding = m.compare(
+        "eq", getIndices(),
+        buildScalar(b, getLoc(), indices.getElementType(), *padding));
+    Value mask = ReshapeOp::create(
+        b, getLoc(), RankedTensorType::get(column, b.getI1Type()), isPadding);
+    g = m.select(mask, m.scalar(g, 0.0), g);
+  }
   grads.push_back(EmbeddingBackwardOp::create(
       b, getLoc(), getWeight().getType(), g, getIndices()));
   grads.push_back(Value());
@@ -358,7 +359,8 @@ LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, Value g,
 
 LogicalResult EmbeddingBackwardOp::buildVJP(OpBuilder &b, Value g,
                                             SmallVectorImpl<Value> &grads) {
-  grads.push_back(EmbeddingOp::create(b, getLoc(), g, getIndices()));
+  grads.push_back(
+      EmbeddingOp::create(b, getLoc(), g, getIndices(), IntegerAttr()));
   grads.push_back(Value());
   return success();
 }

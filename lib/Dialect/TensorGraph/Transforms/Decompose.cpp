@@ -207,6 +207,10 @@ struct DecomposeAttention : Decomposition<ScaledDotProductAttentionOp> {
       scores = SelectOp::create(m.b, m.loc, visible, scores,
                                 m.scalar(scores, -INFINITY));
     }
+    if (Value mask = op.getMask())
+      scores = typeOf(mask).getElementType().isInteger(1)
+                   ? m.select(mask, scores, m.scalar(scores, -INFINITY))
+                   : m.add(scores, mask);
     Value probs = SoftmaxOp::create(m.b, m.loc, scores, -1);
     return Value(MatmulOp::create(m.b, m.loc, probs, v));
   }

@@ -45,6 +45,19 @@ mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value transposeLastTwo(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value value);
 
+/// `value` with `before` and `after` elements of `fill` added on either side
+/// of `dim` (a concat with `tg.full` blocks; no op where both are 0).
+mlir::Value padAlongDim(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value value, int64_t dim, int64_t before,
+                        int64_t after, double fill = 0.0);
+
+/// `value` with `step - 1` zeros after each element along `dim` but the
+/// last: element i lands at i * step, the result has (size - 1) * step + 1
+/// elements there. The adjoint of a strided slice's gather, built from
+/// reshape, concat and slice so that every stage handles it.
+mlir::Value spreadAlongDim(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value value, int64_t dim, int64_t step);
+
 /// Dims of `value` made non-negative.
 llvm::SmallVector<int64_t> normalizedDims(llvm::ArrayRef<int64_t> dims,
                                           int64_t rank);

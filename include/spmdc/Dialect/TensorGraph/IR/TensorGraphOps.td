@@ -361,16 +361,20 @@ def TG_EmbeddingOp : TG_InferredOp<"embedding", [VJPOpInterface]> {
   let summary = "row lookup `weight[indices]` (aten.embedding)";
   let description = [{
     `weight` is `[V, D]`, `indices` any shape of integers in [0, V); the
-    result is `indices.shape + [D]`.
+    result is `indices.shape + [D]`. With `padding_idx` (PyTorch's), row
+    `padding_idx` of the weight gets no gradient: positions holding it
+    contribute nothing to the weight's gradient.
 
     ```mlir
     %e = tg.embedding %wte, %tokens : tensor<64x16xf32>, tensor<2x8xi64>
+    %p = tg.embedding %wte, %tokens padding_idx 0 : tensor<64x16xf32>, tensor<2x8xi64>
     ```
   }];
-  let arguments = (ins TG_FloatTensor:$weight, TG_IndexTensor:$indices);
+  let arguments = (ins TG_FloatTensor:$weight, TG_IndexTensor:$indices,
+                   OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat =
-      "$weight `,` $indices attr-dict `:` type($weight) `,` type($indices)";
+  let assemblyFormat = "$weight `,` $indices (`padding_idx` $padding_idx^)? "
+                       "attr-dict `:` type($weight) `,` type($indices)";
 }
 
 def TG_GatherOp : TG_InferredOp<"gather", [VJPOpInterface]> {
@@ -619,19 +623,22 @@ def TG_ScaledDotProductAttentionOp : TG_InferredOp<"sdpa"> {
     query head `h` reads kv head `h / (H / Hkv)`). The result is
     `[B, H, S, Dv]` = `softmax(q k^T * scale + mask) v`, where `scale`
     defaults to `1/sqrt(D)` and `causal` masks key positions after the
-    query position.
+    query position. The optional `mask` broadcasts to `[B, H, S, S2]`
+    (PyTorch's `attn_mask`): an i1 mask keeps the positions where it is
+    true, a float mask is added to the scores; with `causal` both apply.
 
     ```mlir
     %o = tg.sdpa %q, %k, %v causal : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+    %m = tg.sdpa %q, %k, %v mask %keep : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x1x8x8xi1>
     ```
   }];
   let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
-                   TG_FloatTensor:$value, UnitAttr:$causal,
-                   OptionalAttr<F64Attr>:$scale);
+                   TG_FloatTensor:$value, Optional<TG_Tensor>:$mask,
+                   UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
   let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = "$query `,` $key `,` $value (`causal` $causal^)? "
-      "(`scale` $scale^)? attr-dict `:` type($query) `,` type($key) `,` "
-      "type($value)";
+  let assemblyFormat = "$query `,` $key `,` $value (`mask` $mask^)? "
+      "(`causal` $causal^)? (`scale` $scale^)? attr-dict `:` type($query) "
+      "`,` type($key) `,` type($value) (`,` type($mask)^)?";
 }
 
 def TG_DropoutOp : TG_Op<"dropout", [Pure, SameOperandsAndResultType]> {

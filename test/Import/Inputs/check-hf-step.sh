@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# check-hf-step.sh FAMILY SPEC|- NRANKS DIR [interpret|native] [spmdc flags...]
+# Compiles a test/Fixtures/hf model (sharded by SPEC, or for one device
+# with -), trains one AdamW step in f32 on its data, through the reference
+# interpreter on NRANKS simulated ranks or as a native module on NRANKS MPI
+# ranks, and fails unless the loss matches PyTorch's to 1e-5 relative and
+# the parameters and updated buffers to 1e-4, counting only elements whose
+# reference gradient is above 1e-6 of their tensor's largest.
+set -euo pipefail
+family=$1 spec=$2 nranks=$3 dir=$4 mode=${5:-interpret}
+shift 4; [ $# -gt 0 ] && shift
+fixtures=$(dirname "$0")/../../Fixtures/hf
+name=$family-$(basename "$spec" .json)-$mode
+mkdir -p "$dir"
+shard=()
+emit=partition
+if [ "$spec" != "-" ]; then
+  shard=(--shard-spec "$spec")
+  emit=shard
+fi
+run=(spmd-run --interpret)
+if [ "$mode" = native ]; then
+  emit=module
+  run=(spmd-run)
+fi
+spmdc "$fixtures/$family.pt2" --emit=$emit "${shard[@]}" "$@" \
+  --optimizer adamw --lr 0.001 --weight-decay 0.01 -o "$dir/$name.step"
+"${run[@]}" --nranks "$nranks" --steps 1 "$dir/$name.step" \
+  --data "$fixtures/$family.data.safetensors" \
+  --save-params "$dir/$name.params.safetensors" > "$dir/$name.loss"
+expected=$(python3 -c "import json; print(json.load(open('$fixtures/$family.meta.json'))['loss'])")
+python3 - "$dir/$name.loss" "$expected" <<'PY'
+import sys
+got = float(open(sys.argv[1]).read().split()[3])
+want = float(sys.argv[2])
+if abs(got - want) > 1e-5 * abs(want):
+    sys.exit("loss %r, PyTorch %r" % (got, want))
+PY
+# The first AdamW step moves each weight by about lr: an absolute tolerance
+# of 1e-5 (1% of lr) on top of the relative 1e-4.
+python3 "$(dirname "$0")/../../Inputs/compare-safetensors.py" \
+  "$dir/$name.params.safetensors" "$fixtures/$family.expected.safetensors" \
+  --rtol 1e-4 --atol 1e-5 --exclude loss \
+  --grads "$fixtures/$family.grads.safetensors" --grad-floor 1e-6 \
+  > "$dir/$name.compare" || { cat "$dir/$name.compare" | grep -v '^ok'; exit 1; }
+echo "$name: loss and parameters match PyTorch"
