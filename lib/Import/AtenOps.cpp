@@ -920,9 +920,7 @@ LogicalResult cumsum(Node &n) {
 /// over them, and a gather along that dim reads the rows; the indexed
 /// result dims then go where PyTorch puts them (in place of the indexed
 /// dims when these are adjacent, in front otherwise).
-LogicalResult indexTensor(Node &n) {
-  TRY(x, n.tensor("self"));
-  TRY(entries, n.optionalTensors("indices"));
+FailureOr<Value> advancedIndex(Node &n, Value x, ArrayRef<Value> entries) {
   RankedTensorType type = tg::typeOf(x);
   int64_t rank = type.getRank();
   SmallVector<int64_t> indexedDims;
@@ -1006,7 +1004,274 @@ LogicalResult indexTensor(Node &n) {
       order.push_back(d);
     result = tg::TransposeOp::create(n.b, n.loc, result, order);
   }
+  return result;
+}
+
+LogicalResult indexTensor(Node &n) {
+  TRY(x, n.tensor("self"));
+  TRY(entries, n.optionalTensors("indices"));
+  TRY(result, advancedIndex(n, x, entries));
   return n.define(0, result);
+}
+
+/// index_select: advanced indexing by a 1-D index on one dim.
+LogicalResult indexSelect(Node &n) {
+  TRY(x, n.tensor("self"));
+  TRY(dim, n.integer("dim"));
+  TRY(index, n.tensor("index"));
+  dim = normalize(dim, tg::typeOf(x).getRank());
+  SmallVector<Value> entries(dim + 1, Value());
+  entries[dim] = index;
+  TRY(result, advancedIndex(n, x, entries));
+  return n.define(0, result);
+}
+
+/// flip: each listed dim read backwards (a gather by constant indices).
+LogicalResult flip(Node &n) {
+  TRY(x, n.tensor("self"));
+  TRY(dims, n.integers("dims"));
+  for (int64_t d : dims) {
+    d = normalize(d, tg::typeOf(x).getRank());
+    int64_t size = tg::typeOf(x).getDimSize(d);
+    SmallVector<int64_t> reversed;
+    for (int64_t i = size - 1; i >= 0; --i)
+      reversed.push_back(i);
+    Value index = tg::ConstantOp::create(
+        n.b, n.loc,
+        DenseElementsAttr::get(
+            RankedTensorType::get({size}, n.b.getI64Type()),
+            ArrayRef<int64_t>(reversed)));
+    SmallVector<Value> entries(d + 1, Value());
+    entries[d] = index;
+    TRY(flipped, advancedIndex(n, x, entries));
+    x = flipped;
+  }
+  return n.define(0, x);
+}
+
+/// clamp: max(min(x, hi), lo) with numbers or tensors as bounds.
+LogicalResult clamp(Node &n) {
+  TRY(x, n.tensor("self"));
+  Type el = outElement(n);
+  x = n.cast(x, el);
+  tg::GraphMath m = n.math();
+  if (n.has("min")) {
+    TRY(lo, n.tensorOrScalar("min", el));
+    x = tg::MaximumOp::create(n.b, n.loc, x, n.cast(lo, el));
+  }
+  if (n.has("max")) {
+    TRY(hi, n.tensorOrScalar("max", el));
+    x = tg::MinimumOp::create(n.b, n.loc, x, n.cast(hi, el));
+  }
+  (void)m;
+  return n.define(0, x);
+}
+
+/// Elementwise functions built from the primitives, in the output type.
+LogicalResult elementwise(Node &n,
+                          llvm::function_ref<Value(tg::GraphMath &, Value)> f) {
+  TRY(x, n.tensor("self"));
+  x = n.cast(x, outElement(n));
+  tg::GraphMath m = n.math();
+  return n.define(0, f(m, x));
+}
+
+Value exp(tg::GraphMath &m, Value x) {
+  return tg::ExpOp::create(m.b, m.loc, x);
+}
+Value log(tg::GraphMath &m, Value x) {
+  return tg::LogOp::create(m.b, m.loc, x);
+}
+
+/// leaky_relu / hardtanh / elu: piecewise by tg.select.
+LogicalResult leakyRelu(Node &n) {
+  TRY(slope, n.number("negative_slope", 0.01));
+  return elementwise(n, [&](tg::GraphMath &m, Value x) {
+    return m.select(m.compare("gt", x, m.scalar(x, 0.0)), x,
+                    m.mul(x, m.scalar(x, slope)));
+  });
+}
+
+LogicalResult hardtanh(Node &n) {
+  TRY(lo, n.number("min_val", -1.0));
+  TRY(hi, n.number("max_val", 1.0));
+  return elementwise(n, [&](tg::GraphMath &m, Value x) -> Value {
+    Value low = tg::MaximumOp::create(m.b, m.loc, x, m.scalar(x, lo));
+    return tg::MinimumOp::create(m.b, m.loc, low, m.scalar(x, hi));
+  });
+}
+
+LogicalResult elu(Node &n) {
+  TRY(alpha, n.number("alpha", 1.0));
+  TRY(scale, n.number("scale", 1.0));
+  TRY(inputScale, n.number("input_scale", 1.0));
+  return elementwise(n, [&](tg::GraphMath &m, Value x) -> Value {
+    Value negative = m.mul(
+        m.scalar(x, alpha),
+        m.sub(exp(m, m.mul(x, m.scalar(x, inputScale))), m.scalar(x, 1.0)));
+    Value y = m.select(m.compare("gt", x, m.scalar(x, 0.0)), x, negative);
+    return scale == 1.0 ? y : m.mul(y, m.scalar(y, scale));
+  });
+}
+
+/// var: the mean squared deviation over `dim`, divided by n - correction.
+LogicalResult variance(Node &n) {
+  TRY(x, n.tensor("self"));
+  x = n.cast(x, outElement(n));
+  TRY(dims, reductionDims(n, x, "dim"));
+  TRY(keep, n.boolean("keepdim", false));
+  double correction = 1.0;
+  if (n.has("correction")) {
+    TRY(c, n.number("correction"));
+    correction = c;
+  } else {
+    TRY(unbiased, n.boolean("unbiased", true));
+    correction = unbiased ? 1.0 : 0.0;
+  }
+  int64_t count = 1;
+  for (int64_t d : tg::normalizedDims(dims, tg::typeOf(x).getRank()))
+    count *= tg::typeOf(x).getDimSize(d);
+  tg::GraphMath m = n.math();
+  Value centered = m.sub(x, m.mean(x, dims, true));
+  Value squares = m.sum(m.mul(centered, centered), dims, keep);
+  return n.define(0, m.mul(squares, m.scalar(squares, 1.0 / std::max(
+                                                          0.0, count - correction))));
+}
+
+/// amin and min/max over a dim: the value, and for .dim the index of the
+/// first extreme (the smallest position holding it).
+Value firstIndexOf(Node &n, Value x, Value extreme, int64_t dim) {
+  tg::GraphMath m = n.math();
+  RankedTensorType type = tg::typeOf(x);
+  auto positions = RankedTensorType::get(type.getShape(), n.b.getI64Type());
+  Value iota = tg::IotaOp::create(n.b, n.loc, positions, dim);
+  Value kept = tg::ReshapeOp::create(
+      n.b, n.loc,
+      RankedTensorType::get(tg::keepDimType(type, {dim}).getShape(),
+                            type.getElementType()),
+      extreme);
+  Value big = m.scalar(iota, static_cast<double>(type.getDimSize(dim)));
+  Value candidate =
+      m.select(m.compare("eq", x, kept), m.neg(iota), m.neg(big));
+  return m.neg(m.max(candidate, {dim}, false));
+}
+
+LogicalResult extremeOverDim(Node &n, bool isMax, bool withIndex,
+                             bool indexOnly) {
+  TRY(x, n.tensor("self"));
+  tg::GraphMath m = n.math();
+  RankedTensorType type = tg::typeOf(x);
+  TRY(keep, n.boolean("keepdim", false));
+  SmallVector<int64_t> dims;
+  Value input = x;
+  if (indexOnly && !n.has("dim")) {
+    // argmax without dim: over the flattened tensor.
+    input = tg::ReshapeOp::create(
+        n.b, n.loc,
+        RankedTensorType::get({type.getNumElements()}, type.getElementType()),
+        x);
+    dims = {0};
+    keep = false;
+  } else if (withIndex || indexOnly) {
+    TRY(dim, n.integer("dim"));
+    dims = {normalize(dim, type.getRank())};
+  } else {
+    TRY(all, reductionDims(n, x, "dim"));
+    dims = all;
+  }
+  auto extreme = [&](Value v) -> Value {
+    return isMax ? m.max(v, dims, false) : m.neg(m.max(m.neg(v), dims, false));
+  };
+  Value value = extreme(input);
+  auto keepShape = [&](Value v) -> Value {
+    if (!keep)
+      return v;
+    return tg::ReshapeOp::create(
+        n.b, n.loc,
+        RankedTensorType::get(tg::keepDimType(tg::typeOf(input), dims).getShape(),
+                              tg::typeOf(v).getElementType()),
+        v);
+  };
+  if (!indexOnly && failed(n.define(0, keepShape(value))))
+    return failure();
+  if (!withIndex && !indexOnly)
+    return success();
+  Value index = keepShape(firstIndexOf(n, input, value, dims.front()));
+  return n.define(indexOnly ? 0 : 1, index);
+}
+
+/// select_scatter: `src` written over index `index` of `dim`.
+LogicalResult selectScatter(Node &n) {
+  TRY(self, n.tensor("self"));
+  TRY(src, n.tensor("src"));
+  TRY(dim, n.integer("dim"));
+  TRY(index, n.integer("index"));
+  RankedTensorType type = tg::typeOf(self);
+  dim = normalize(dim, type.getRank());
+  int64_t size = type.getDimSize(dim);
+  if (index < 0)
+    index += size;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = 1;
+  Value row = tg::ReshapeOp::create(
+      n.b, n.loc, RankedTensorType::get(shape, type.getElementType()),
+      n.cast(src, type.getElementType()));
+  SmallVector<Value> pieces;
+  if (index > 0)
+    pieces.push_back(tg::SliceOp::create(n.b, n.loc, self, dim, 0, index, 1));
+  pieces.push_back(row);
+  if (index + 1 < size)
+    pieces.push_back(
+        tg::SliceOp::create(n.b, n.loc, self, dim, index + 1, size, 1));
+  return n.define(0, pieces.size() == 1
+                         ? row
+                         : tg::ConcatOp::create(n.b, n.loc, pieces, dim)
+                               .getResult());
+}
+
+/// native_group_norm: statistics over each group of channels and the
+/// spatial dims; outputs (out, mean [N, G], rstd [N, G]).
+LogicalResult groupNorm(Node &n) {
+  TRY(x, n.tensor("input"));
+  std::optional<Value> weight = n.optionalTensor("weight");
+  std::optional<Value> bias = n.optionalTensor("bias");
+  TRY(groups, n.integer("group"));
+  TRY(eps, n.number("eps", 1e-5));
+  RankedTensorType type = tg::typeOf(x);
+  int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
+  if (groups < 1 || channels % groups)
+    return n.error() << "group_norm of " << channels << " channels in "
+                     << groups << " groups";
+  Type el = type.getElementType();
+  int64_t rest = type.getNumElements() / (batch * channels);
+  Value grouped = tg::ReshapeOp::create(
+      n.b, n.loc,
+      RankedTensorType::get({batch, groups, channels / groups * rest}, el), x);
+  tg::GraphMath m = n.math();
+  Value mean = m.mean(grouped, {2}, true);
+  Value centered = m.sub(grouped, mean);
+  Value var = m.mean(m.mul(centered, centered), {2}, true);
+  Value rstd = tg::RsqrtOp::create(n.b, n.loc, m.add(var, m.scalar(var, eps)));
+  Value y = tg::ReshapeOp::create(n.b, n.loc, type, m.mul(centered, rstd));
+  SmallVector<int64_t> channelShape(type.getRank(), 1);
+  channelShape[1] = channels;
+  auto perChannel = [&](Value v) -> Value {
+    return tg::ReshapeOp::create(
+        n.b, n.loc, RankedTensorType::get(channelShape, el), n.cast(v, el));
+  };
+  if (weight)
+    y = m.mul(y, perChannel(*weight));
+  if (bias)
+    y = m.add(y, perChannel(*bias));
+  if (failed(n.define(0, y)))
+    return failure();
+  auto stats = RankedTensorType::get({batch, groups}, el);
+  if (n.hasOutput(1) &&
+      failed(n.define(1, tg::ReshapeOp::create(n.b, n.loc, stats, mean))))
+    return failure();
+  if (n.hasOutput(2))
+    return n.define(2, tg::ReshapeOp::create(n.b, n.loc, stats, rstd));
+  return success();
 }
 
 /// The window positions of a pooling or convolution along the spatial dims
@@ -1224,6 +1489,57 @@ LogicalResult maxPoolWithIndices(Node &n) {
   return n.define(1, m.neg(m.max(candidate, {2}, false)));
 }
 
+/// avg_pool{2,3}d: the mean over each window, counting padding unless
+/// count_include_pad is false; divisor_override replaces the count.
+LogicalResult avgPool(Node &n) {
+  TRY(x, n.tensor("self"));
+  RankedTensorType type = tg::typeOf(x);
+  int64_t spatial = type.getRank() - 2;
+  if (spatial < 1)
+    return n.error() << "avg_pool of " << type << " needs [N, C, spatial...]";
+  TRY(kernel, spatialList(n, "kernel_size", spatial, {}));
+  TRY(strideGiven, n.integers("stride", SmallVector<int64_t>{}));
+  SmallVector<int64_t> stride = kernel;
+  if (!strideGiven.empty()) {
+    TRY(s, spatialList(n, "stride", spatial, {}));
+    stride = s;
+  }
+  TRY(padding, spatialList(n, "padding", spatial, {0}));
+  TRY(countPad, n.boolean("count_include_pad", true));
+  SmallVector<int64_t> dilation(spatial, 1);
+  RankedTensorType out = n.outputType(0);
+  SmallVector<int64_t> outputSize(out.getShape().drop_front(2));
+  TRY(win, windows(n, x, kernel, stride, padding, dilation, outputSize, 0.0));
+  tg::GraphMath m = n.math();
+  Value sum = m.sum(stackWindows(n, win.slices), {2}, false);
+  std::optional<Value> divisor;
+  if (n.has("divisor_override")) {
+    TRY(d, n.number("divisor_override"));
+    divisor = m.scalar(sum, d);
+  } else if (countPad && llvm::all_of(padding, [](int64_t p) { return p == 0; })) {
+    divisor = m.scalar(sum, static_cast<double>(win.slices.size()));
+  }
+  if (!divisor) {
+    // The count of each window: the same pooling of ones (padding 0, and
+    // beyond the padded input, PyTorch's ceil-mode windows, never counted).
+    Value ones = tg::FullOp::create(n.b, n.loc, type, n.b.getF64FloatAttr(1.0));
+    if (countPad) {
+      for (int64_t i = 0; i < spatial; ++i)
+        ones = tg::padAlongDim(n.b, n.loc, ones, 2 + i, padding[i], padding[i],
+                               1.0);
+      SmallVector<int64_t> zero(spatial, 0);
+      TRY(counted, windows(n, ones, kernel, stride, zero, dilation, outputSize,
+                           0.0));
+      divisor = m.sum(stackWindows(n, counted.slices), {2}, false);
+    } else {
+      TRY(counted, windows(n, ones, kernel, stride, padding, dilation,
+                           outputSize, 0.0));
+      divisor = m.sum(stackWindows(n, counted.slices), {2}, false);
+    }
+  }
+  return n.define(0, m.div(sum, *divisor));
+}
+
 /// Batch norm: batch statistics in training (biased variance to normalize,
 /// unbiased for the running variance), running statistics otherwise.
 /// Outputs (out, mean, rstd[, new running mean, new running var]).
@@ -1347,6 +1663,56 @@ const llvm::StringMap<Mapping> &atenMappings() {
     // Elementwise.
     add("neg.default", unary<tg::NegOp>());
     add("abs.default", unary<tg::AbsOp>());
+    add("log1p.default", [](Node &n) {
+      return elementwise(n, [](tg::GraphMath &m, Value x) {
+        return log(m, m.add(x, m.scalar(x, 1.0)));
+      });
+    });
+    add("expm1.default", [](Node &n) {
+      return elementwise(n, [](tg::GraphMath &m, Value x) {
+        return m.sub(exp(m, x), m.scalar(x, 1.0));
+      });
+    });
+    add("log2.default", [](Node &n) {
+      return elementwise(n, [](tg::GraphMath &m, Value x) {
+        return m.mul(log(m, x), m.scalar(x, 1.0 / std::log(2.0)));
+      });
+    });
+    add("log10.default", [](Node &n) {
+      return elementwise(n, [](tg::GraphMath &m, Value x) {
+        return m.mul(log(m, x), m.scalar(x, 1.0 / std::log(10.0)));
+      });
+    });
+    add("tan.default", [](Node &n) {
+      return elementwise(n, [](tg::GraphMath &m, Value x) {
+        return m.div(tg::SinOp::create(m.b, m.loc, x),
+                     tg::CosOp::create(m.b, m.loc, x));
+      });
+    });
+    add("sinh.default", [](Node &n) {
+      return elementwise(n, [](tg::GraphMath &m, Value x) {
+        return m.mul(m.sub(exp(m, x), exp(m, m.neg(x))), m.scalar(x, 0.5));
+      });
+    });
+    add("cosh.default", [](Node &n) {
+      return elementwise(n, [](tg::GraphMath &m, Value x) {
+        return m.mul(m.add(exp(m, x), exp(m, m.neg(x))), m.scalar(x, 0.5));
+      });
+    });
+    add("leaky_relu.default", leakyRelu);
+    add("hardtanh.default", hardtanh);
+    add("elu.default", elu);
+    add("clamp.default", clamp);
+    add("clamp.Tensor", clamp);
+    add("isnan.default", [](Node &n) -> LogicalResult {
+      TRY(x, n.tensor("self"));
+      return n.define(0, n.math().compare("ne", x, x));
+    });
+    add("logical_xor.default", [](Node &n) -> LogicalResult {
+      TRY(a, n.tensor("self"));
+      TRY(b, n.tensor("other"));
+      return n.define(0, n.math().compare("ne", toBool(n, a), toBool(n, b)));
+    });
     add("exp.default", unary<tg::ExpOp>());
     add("log.default", unary<tg::LogOp>());
     add("sqrt.default", unary<tg::SqrtOp>());
@@ -1392,6 +1758,13 @@ const llvm::StringMap<Mapping> &atenMappings() {
     add("mean.dim", reduction<tg::MeanOp>("dim"));
     add("mean.default", reduction<tg::MeanOp>("dim"));
     add("amax.default", reduction<tg::MaxOp>("dim"));
+    add("amin.default", [](Node &n) { return extremeOverDim(n, false, false, false); });
+    add("max.dim", [](Node &n) { return extremeOverDim(n, true, true, false); });
+    add("min.dim", [](Node &n) { return extremeOverDim(n, false, true, false); });
+    add("argmax.default", [](Node &n) { return extremeOverDim(n, true, false, true); });
+    add("argmin.default", [](Node &n) { return extremeOverDim(n, false, false, true); });
+    add("var.correction", variance);
+    add("var.dim", variance);
     add("any.dim", anyDim);
     add("any.dims", anyDim);
     // Linear algebra.
@@ -1439,6 +1812,12 @@ const llvm::StringMap<Mapping> &atenMappings() {
         [](Node &n) { return batchNorm(n, false, false); });
     add("embedding.default", embedding);
     add("gather.default", gather);
+    add("index_select.default", indexSelect);
+    add("flip.default", flip);
+    add("select_scatter.default", selectScatter);
+    add("avg_pool2d.default", avgPool);
+    add("avg_pool3d.default", avgPool);
+    add("native_group_norm.default", groupNorm);
     // Factories.
     add("full.default", full);
     add("full_like.default", full);

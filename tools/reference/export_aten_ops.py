@@ -164,6 +164,62 @@ def sdpa_padding_mask(s, q):
     return F.scaled_dot_product_attention(q, s.k, s.v, attn_mask=PADDING)
 
 
+def index_select(s, i):
+    return torch.index_select(s.w, 1, i)
+
+
+def flip(s, x):
+    return torch.flip(x * s.w, dims=(0, 2))
+
+
+def clamp(s, x):
+    return torch.clamp(x * s.w, min=-0.5, max=0.7) + torch.clamp(s.w, max=x)
+
+
+def smooth(s, x):
+    y = x * s.w
+    return (torch.log1p(y.abs()) + torch.expm1(y) + torch.log2(y.abs() + 1)
+            + torch.log10(y.abs() + 2) + torch.tan(y * 0.3) + torch.sinh(y)
+            + torch.cosh(y) + F.leaky_relu(y, 0.2) + F.hardtanh(y, -0.4, 0.6)
+            + F.elu(y, 0.7))
+
+
+def variance(s, x):
+    return torch.var(x * s.w, dim=1, keepdim=True) + \
+        torch.var(x * s.w, dim=(0, 1), correction=0)
+
+
+def extremes(s, x):
+    y = x * s.w
+    values, index = torch.max(y, dim=1)
+    low = torch.amin(y, dim=0)
+    return values * index + low.sum() + torch.argmin(y, dim=1) + \
+        torch.min(y, dim=1).values
+
+
+def avg_pool(s, x):
+    y = x * s.w
+    return F.avg_pool2d(y, 3, stride=2, padding=1) + \
+        F.avg_pool2d(y, 3, stride=2, padding=1, count_include_pad=False)
+
+
+def select_scatter(s, x):
+    return torch.select_scatter(x, s.w, 1, -2)
+
+
+class GroupNormCase(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 4)
+        with torch.no_grad():
+            self.gn.weight.copy_(torch.randn(4))
+            self.gn.bias.copy_(torch.randn(4))
+        self.register_buffer("r", torch.randn(3, 4, 5))
+
+    def forward(self, x):
+        return (self.gn(x) * self.r).sum()
+
+
 def cases():
     g = torch.Generator().manual_seed(3)
 
@@ -198,6 +254,15 @@ def cases():
         (torch.tensor([[1, 1, 1, 0, 1, 1], [0, 1, 1, 1, 1, 0]]),)
     yield "embedding-padding_idx", {"w": (5, 3)}, embedding_padding, \
         (torch.tensor([[0, 2, 4, 2], [1, 3, 2, 0]]),)
+    yield "index_select", {"w": (3, 5, 2)}, index_select, \
+        (torch.tensor([4, 0, 0, 2]),)
+    yield "flip", {"w": (4,)}, flip, (randn(2, 3, 4),)
+    yield "clamp", {"w": (6,)}, clamp, (randn(3, 6),)
+    yield "elementwise", {"w": (6,)}, smooth, (randn(3, 6),)
+    yield "var", {"w": (5,)}, variance, (randn(3, 4, 5),)
+    yield "max-min", {"w": (5,)}, extremes, (randn(4, 5),)
+    yield "avg_pool2d", {"w": (3, 1, 1)}, avg_pool, (randn(2, 3, 7, 6),)
+    yield "select_scatter", {"w": (4,)}, select_scatter, (randn(4, 5),)
     yield "sdpa-bool-mask", {"k": (2, 3, 6, 4), "v": (2, 3, 6, 4)}, \
         sdpa_bool, (randn(2, 3, 6, 4),)
     yield "sdpa-float-mask", {"k": (2, 3, 6, 4), "v": (2, 3, 6, 4),
@@ -243,6 +308,8 @@ def main():
     torch.manual_seed(0)
     export("batch_norm", BatchNormCase().train(),
            (torch.randn(4, 3, 5, 5),))
+    torch.manual_seed(0)
+    export("group_norm", GroupNormCase(), (torch.randn(3, 4, 5),))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@
 set -euo pipefail
 family=$1 spec=$2 nranks=$3 dir=$4 mode=${5:-interpret}
 shift 4; [ $# -gt 0 ] && shift
-fixtures=$(dirname "$0")/../../Fixtures/hf
+fixtures=${HF_FIXTURES:-$(dirname "$0")/../../Fixtures/hf}
 name=$family-$(basename "$spec" .json)-$mode
 mkdir -p "$dir"
 shard=()
