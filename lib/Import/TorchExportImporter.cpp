@@ -524,6 +524,8 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
   std::map<size_t, SmallVector<Attribute>> aliasNames;
   // Buffers the program mutates are state of the step.
   std::set<std::string> mutatedBuffers;
+  // Persistent buffers it only reads: constants, listed for --save-params.
+  SmallVector<Attribute> constantBuffers;
   for (const json &spec : signature.value("output_specs", json::array()))
     if (spec.is_object() && spec.contains("buffer_mutation"))
       mutatedBuffers.insert(
@@ -628,6 +630,20 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
       if (failed(value))
         return nullptr;
       fixedValues.push_back({valueName, *value});
+      // A persistent buffer is in the state dict: --save-params writes it
+      // (unchanged) from the archive, by reference.
+      if (kind == "buffer" && body.value("persistent", true) &&
+          !archivePath.empty()) {
+        auto stored = referTensor(name, it->second, place);
+        if (failed(stored))
+          return nullptr;
+        constantBuffers.push_back(builder.getDictionaryAttr(
+            {builder.getNamedAttr("name", builder.getStringAttr(name)),
+             builder.getNamedAttr("type", TypeAttr::get(stored->first)),
+             builder.getNamedAttr(
+                 "init_ref",
+                 tg::initialValueRefAttr(&context, stored->second))}));
+      }
       continue;
     } else {
       error(place) << "unsupported input kind '" << kind << "'";
@@ -638,6 +654,9 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
     argValueNames.push_back(valueName);
   }
 
+  if (!constantBuffers.empty())
+    (*result)->setAttr(tg::kConstantBuffersAttr,
+                       builder.getArrayAttr(constantBuffers));
   auto fn = func::FuncOp::create(builder, fileLoc, tg::kEntryName,
                                  builder.getFunctionType(argTypes, {}));
   Block *body = fn.addEntryBlock();

@@ -63,6 +63,11 @@ static std::string serializeHead(const ModuleFile &m, uint64_t weightsBytes) {
   header["results"] = nlohmann::json::array();
   for (const ModuleValue &v : results)
     header["results"].push_back(toJson(v));
+  if (!m.constantBuffers.empty()) {
+    header["constant_buffers"] = nlohmann::json::array();
+    for (const ModuleValue &v : m.constantBuffers)
+      header["constant_buffers"].push_back(toJson(v));
+  }
   if (!native.empty() || weightsBytes)
     header["program_bytes"] = program.size();
   if (!native.empty())
@@ -132,6 +137,8 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
     };
     readValues(header.at("arguments"), file.arguments);
     readValues(header.at("results"), file.results);
+    if (header.contains("constant_buffers"))
+      readValues(header["constant_buffers"], file.constantBuffers);
     // Without native code or weights the program is the rest of the file.
     uint64_t programBytes = body.size();
     uint64_t nativeBytes = 0;

@@ -110,6 +110,26 @@ FailureOr<ModuleFile> moduleSignature(ModuleOp module) {
           size *= mesh->shape[axis];
     file.initialValues.push_back({info.name, stored});
   }
+  for (const tg::ConstantBufferInfo &buffer : tg::getConstantBuffers(module)) {
+    std::optional<rt::DType> dtype = dtypeOf(buffer.type.getElementType());
+    if (!dtype)
+      continue;
+    ModuleValue v;
+    v.name = buffer.name;
+    v.role = "buffer";
+    v.dtype = dtypeName(buffer.type.getElementType());
+    v.shape.assign(buffer.type.getShape().begin(), buffer.type.getShape().end());
+    rt::StoredTensor stored;
+    stored.path = buffer.initRef.file;
+    stored.dataOffset = buffer.initRef.offset;
+    stored.dataBytes = buffer.initRef.bytes;
+    stored.dtype = *dtype;
+    stored.shape = v.shape;
+    stored.strides = buffer.initRef.strides;
+    stored.storageOffset = buffer.initRef.storageOffset;
+    file.constantBuffers.push_back(v);
+    file.initialValues.push_back({buffer.name, stored});
+  }
   index = 0;
   for (const tg::GraphValueInfo &info : tg::getResultInfos(entry))
     file.results.push_back(toModuleValue(

@@ -854,6 +854,47 @@ int main(int argc, char **argv) {
           saved.push_back({name, savedDType(argInfos[a].type.getElementType()),
                            logical.shape, logical.data});
       }
+    // Persistent buffers the step only reads, as the model holds them.
+    if (printing) {
+      for (const spmdc::ModuleValue &buffer : moduleFile
+                                                  ? moduleFile->constantBuffers
+                                                  : std::vector<spmdc::ModuleValue>{}) {
+        Type element = parseType(buffer.dtype, &context);
+        std::vector<double> values;
+        if (!element || !dtypeOf(element) || !inputs.moduleWeights ||
+            !inputs.moduleWeights->readAsDouble(buffer.name, values,
+                                                errorMessage))
+          return fail(options.input + ": buffer '" + buffer.name +
+                      "': " + errorMessage);
+        saved.push_back({buffer.name, savedDType(element), buffer.shape,
+                         std::move(values)});
+      }
+      if (module)
+        for (const spmdc::tg::ConstantBufferInfo &buffer :
+             spmdc::tg::getConstantBuffers(*module)) {
+          std::optional<spmdc::rt::DType> dtype =
+              dtypeOf(buffer.type.getElementType());
+          if (!dtype)
+            continue;
+          spmdc::rt::StoredTensor stored;
+          stored.path = buffer.initRef.file;
+          stored.dataOffset = buffer.initRef.offset;
+          stored.dataBytes = buffer.initRef.bytes;
+          stored.dtype = *dtype;
+          stored.shape.assign(buffer.type.getShape().begin(),
+                              buffer.type.getShape().end());
+          stored.strides = buffer.initRef.strides;
+          stored.storageOffset = buffer.initRef.storageOffset;
+          std::vector<double> values;
+          if (!spmdc::rt::readStoredBlock(
+                  stored, std::vector<int64_t>(stored.shape.size(), 0),
+                  stored.shape, values, errorMessage))
+            return fail("buffer '" + buffer.name + "': " + errorMessage);
+          saved.push_back({buffer.name,
+                           savedDType(buffer.type.getElementType()),
+                           stored.shape, std::move(values)});
+        }
+    }
     if (printing &&
         !spmdc::rt::writeSafeTensors(options.saveParams, saved, errorMessage))
       return fail(errorMessage);

@@ -52,6 +52,9 @@ struct ModuleFile {
   std::vector<std::string> meshAxes;
   std::vector<int64_t> meshShape;
   std::vector<ModuleValue> arguments, results;
+  /// Persistent buffers the step only reads (its constants), logical, whose
+  /// values are in the weights section: --save-params writes them.
+  std::vector<ModuleValue> constantBuffers;
   /// MLIR bytecode of the program (LLVM dialect).
   std::string program;
   /// The program's host code as an ELF object (spmdc --aot; see

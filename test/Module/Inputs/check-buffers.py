@@ -2,10 +2,11 @@
 """check-buffers.py SAVED.safetensors EXPECTED.json
 
 Checks a --save-params file of make-buffer-pt2.py's model after one step:
-exactly the state-dict names (lin.weight and the two mutated buffers; not
-the non-persistent `scale`, not the optimizer's state), the buffers'
-values (1e-6 relative), and lin.weight within one AdamW step (lr 1e-3) of
-its exported value. Prints "state dict matches" or exits 1."""
+exactly the state-dict names (lin.weight, the two mutated buffers and the
+persistent `scale` the step only reads; not the non-persistent `mask`, not
+the optimizer's state), the buffers' values (1e-6 relative; `scale` as
+exported), and lin.weight within one AdamW step (lr 1e-3) of its exported
+value. Prints "state dict matches" or exits 1."""
 
 import json
 import struct
@@ -23,13 +24,15 @@ for name, entry in header.items():
     values[name] = struct.unpack("<%d%s" % ((end - begin) // struct.calcsize(fmt), fmt),
                                  data[begin:end])
 expected = json.load(open(sys.argv[2]))
-names = {"lin.weight", "bn.running_mean", "bn.num_batches_tracked"}
+names = {"lin.weight", "bn.running_mean", "bn.num_batches_tracked", "scale"}
 if set(values) != names:
     sys.exit("saved %s, expected %s" % (sorted(values), sorted(names)))
 for got, want in zip(values["bn.running_mean"], expected["bn.running_mean"]):
     if abs(got - want) > 1e-6 * abs(want) + 1e-7:
         sys.exit("bn.running_mean %r, expected %r" % (values["bn.running_mean"],
                                                      expected["bn.running_mean"]))
+if list(values["scale"]) != expected["scale"]:
+    sys.exit("scale %r, expected %r" % (values["scale"], expected["scale"]))
 if values["bn.num_batches_tracked"] != (expected["bn.num_batches_tracked"],):
     sys.exit("bn.num_batches_tracked %r" % (values["bn.num_batches_tracked"],))
 w = [v for row in expected["lin.weight"] for v in row]

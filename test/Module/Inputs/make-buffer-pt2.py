@@ -14,12 +14,14 @@ DIR/buffers.expected.json. The program is what torch.export gives for
             return ((y * self.scale) ** 2).mean()
 
 with two mutated buffers (bn.running_mean f32 [4], bn.num_batches_tracked
-i64 []) and one that is only read (scale, persistent=False). lin.weight is
+i64 []), one that is only read (scale, persistent: in the state dict) and
+one that is neither read nor persistent (mask: not in the state dict, a
+lifted constant). lin.weight is
 stored transposed (a [3, 4] storage viewed with strides [1, 4]), as a
 parameter that is a view of another tensor's storage would be. The entries
 are STORED with 64-byte aligned data, as torch.export.save writes them.
-expected.json has the state-dict values after one step (the buffers only:
-they do not depend on the optimizer).
+expected.json has the state-dict values after one step (the buffers
+exactly: they do not depend on the optimizer).
 """
 
 import json
@@ -52,6 +54,7 @@ tensor_values = {
     "b_bn_running_mean": meta(F32, [4], [1]),
     "b_bn_num_batches_tracked": meta(I64, [], []),
     "b_scale": meta(F32, [4], [1]),
+    "b_mask": meta(F32, [2], [1]),
     "x": meta(F32, [8, 3], [3, 1]),
     "permute": meta(F32, [3, 4], [1, 3]),
     "y": meta(F32, [8, 4], [4, 1]),
@@ -107,7 +110,9 @@ program = {
                             "buffer_name": "bn.num_batches_tracked",
                             "persistent": True}},
                 {"buffer": {"arg": {"name": "b_scale"},
-                            "buffer_name": "scale", "persistent": False}},
+                            "buffer_name": "scale", "persistent": True}},
+                {"buffer": {"arg": {"name": "b_mask"},
+                            "buffer_name": "mask", "persistent": False}},
                 {"user_input": {"arg": t("x")}},
             ],
             "output_specs": [
@@ -128,8 +133,9 @@ weights = {
     "bn.running_mean": ("weight_1", f32(rm0), meta(F32, [4], [1])),
     "bn.num_batches_tracked": ("weight_2", struct.pack("<q", nbt0),
                                meta(I64, [], [])),
+    "scale": ("weight_3", f32(scale), meta(F32, [4], [1])),
 }
-constants = {"scale": ("constant_0", f32(scale), meta(F32, [4], [1]))}
+constants = {"mask": ("constant_0", f32([1.0, 0.0]), meta(F32, [2], [1]))}
 
 
 def config(entries, is_param):
@@ -173,5 +179,6 @@ rm1 = [0.9 * rm0[i] + 0.1 * sum(y[n][i] for n in range(8)) / 8
        for i in range(4)]
 loss = sum((y[n][i] * scale[i]) ** 2 for n in range(8) for i in range(4)) / 32
 json.dump({"loss": loss, "bn.running_mean": rm1,
-           "bn.num_batches_tracked": nbt0 + 1, "lin.weight": W},
+           "bn.num_batches_tracked": nbt0 + 1, "lin.weight": W,
+           "scale": scale},
           open(out + "/buffers.expected.json", "w"))

@@ -49,6 +49,29 @@ DictionaryAttr initialValueRefAttr(MLIRContext *context,
        b.getNamedAttr("strides", b.getDenseI64ArrayAttr(ref.strides))});
 }
 
+std::vector<ConstantBufferInfo> getConstantBuffers(ModuleOp module) {
+  std::vector<ConstantBufferInfo> buffers;
+  auto list = module->getAttrOfType<ArrayAttr>(kConstantBuffersAttr);
+  if (!list)
+    return buffers;
+  for (Attribute a : list) {
+    auto dict = llvm::dyn_cast<DictionaryAttr>(a);
+    if (!dict)
+      continue;
+    auto name = dict.getAs<StringAttr>("name");
+    auto type = dict.getAs<TypeAttr>("type");
+    auto ref = dict.getAs<DictionaryAttr>("init_ref");
+    std::optional<InitialValueRef> initRef =
+        ref ? readInitialValueRef(ref) : std::nullopt;
+    auto tensor = type ? llvm::dyn_cast<RankedTensorType>(type.getValue())
+                       : RankedTensorType();
+    if (!name || !tensor || !initRef)
+      continue;
+    buffers.push_back({name.str(), tensor, *initRef});
+  }
+  return buffers;
+}
+
 static std::vector<GraphValueInfo> readInfos(func::FuncOp fn, bool arguments) {
   std::vector<GraphValueInfo> infos;
   unsigned count = arguments ? fn.getNumArguments() : fn.getNumResults();

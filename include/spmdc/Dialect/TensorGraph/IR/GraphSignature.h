@@ -45,6 +45,16 @@ struct GraphValueInfo {
   std::vector<std::string> aliases;
 };
 
+/// A persistent buffer the step only reads (`tg.constant_buffers`).
+struct ConstantBufferInfo {
+  std::string name;
+  mlir::RankedTensorType type;
+  InitialValueRef initRef;
+};
+
+/// The module's `tg.constant_buffers` (malformed entries are skipped).
+std::vector<ConstantBufferInfo> getConstantBuffers(mlir::ModuleOp module);
+
 /// Reads a `tg.init_ref` dictionary; nullopt if it is malformed.
 std::optional<InitialValueRef> readInitialValueRef(mlir::DictionaryAttr attr);
 /// The `tg.init_ref` dictionary of `ref`.

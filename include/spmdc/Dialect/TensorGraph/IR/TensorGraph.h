@@ -85,6 +85,11 @@ inline constexpr llvm::StringLiteral kBufferAttr = "tg.buffer";
 /// Argument attribute of a parameter: other names of the same tensor (tied
 /// weights), which --save-params writes too.
 inline constexpr llvm::StringLiteral kAliasesAttr = "tg.aliases";
+/// Module attribute: persistent buffers the step only reads (constants of
+/// the graph), which are in the model's state dict:
+/// [{name, type, init_ref}], written by --save-params unchanged.
+inline constexpr llvm::StringLiteral kConstantBuffersAttr =
+    "tg.constant_buffers";
 /// Module attribute: the model's name.
 inline constexpr llvm::StringLiteral kModelAttr = "tg.model";
 /// Op attribute: the op belongs to the optimizer update ("optimizer").
