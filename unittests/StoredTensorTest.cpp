@@ -72,8 +72,7 @@ TEST(StoredTensor, StreamsIntoASafeTensorsSectionReadAtAnOffset) {
   row.shape = {3};
   row.strides = {1};
   EXPECT_TRUE(row.isRowMajor());
-  SafeTensorsPlan plan =
-      planSafeTensors({{"w", transposed(a)}, {"v", row}});
+  SafeTensorsPlan plan = planSafeTensors({{"w", transposed(a)}, {"v", row}});
   EXPECT_EQ(plan.head.size() % 8, 0u);
   EXPECT_EQ(plan.totalBytes, plan.head.size() + 36);
   // The section follows 5 bytes of something else.

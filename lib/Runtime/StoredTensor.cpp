@@ -82,8 +82,8 @@ public:
     file.seekg(static_cast<std::streamoff>(tensor->dataOffset + first * elem));
     if (!file.read(reinterpret_cast<char *>(bytes.data()),
                    static_cast<std::streamsize>(bytes.size()))) {
-      error = where + ": cannot read " + std::to_string(bytes.size()) +
-              " bytes";
+      error =
+          where + ": cannot read " + std::to_string(bytes.size()) + " bytes";
       return false;
     }
     return true;
@@ -156,8 +156,8 @@ bool readStoredBlock(const StoredTensor &tensor,
     if (!reader.read(first, span, bytes, error))
       return false;
     for (int64_t i = 0; i < inner; ++i)
-      out.push_back(decodeDType(bytes.data() + i * stride * elem,
-                                tensor.dtype));
+      out.push_back(
+          decodeDType(bytes.data() + i * stride * elem, tensor.dtype));
     return true;
   });
 }
@@ -169,7 +169,8 @@ planSafeTensors(std::vector<std::pair<std::string, StoredTensor>> tensors) {
   nlohmann::json header = nlohmann::json::object();
   uint64_t at = 0;
   for (const auto &[name, t] : tensors) {
-    uint64_t bytes = static_cast<uint64_t>(t.numElements()) * dtypeSize(t.dtype);
+    uint64_t bytes =
+        static_cast<uint64_t>(t.numElements()) * dtypeSize(t.dtype);
     header[name] = {{"dtype", dtypeName(t.dtype)},
                     {"shape", t.shape},
                     {"data_offsets", {at, at + bytes}}};

@@ -7,11 +7,11 @@
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace spmdc::tg;
@@ -84,9 +84,9 @@ static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
              << "' must be {file, entry, offset, bytes, storage_offset, "
                 "strides}";
     auto fn = llvm::dyn_cast<FunctionOpInterface>(op);
-    auto type = fn ? llvm::dyn_cast<RankedTensorType>(
-                         fn.getArgumentTypes()[index])
-                   : RankedTensorType();
+    auto type =
+        fn ? llvm::dyn_cast<RankedTensorType>(fn.getArgumentTypes()[index])
+           : RankedTensorType();
     if (type && static_cast<int64_t>(ref->strides.size()) != type.getRank())
       return op->emitError() << what << " #" << index << ": '" << kInitRefAttr
                              << "' has " << ref->strides.size()
