@@ -29,7 +29,9 @@ torch.manual_seed(1).  For each family it writes
                                  (BatchNorm running statistics)
   <family>.grads.safetensors     the gradient at the initial weights, per
                                  parameter name
-  <family>.meta.json             versions, loss, input names, ATen ops
+  <family>.meta.json             versions, loss, input names, ATen ops,
+                                 the state dict's keys (what --save-params
+                                 must write for load_state_dict(strict=True))
 
 Families (docs/pytorch.md has the table):
 
@@ -264,6 +266,7 @@ def export(name):
                 user_inputs=user_inputs,
                 parameter_count=sum(p.numel() for p in model.parameters()),
                 mutated_buffers=sorted(mutated), aten_ops=ops,
+                state_dict_keys=sorted(model.state_dict().keys()),
                 archive_bytes=os.path.getsize(path))
     with open(os.path.join(OUT, name + ".meta.json"), "w") as f:
         json.dump(meta, f, indent=1)

@@ -5,7 +5,8 @@
 # interpreter on NRANKS simulated ranks or as a native module on NRANKS MPI
 # ranks, and fails unless the loss matches PyTorch's to 1e-5 relative and
 # the parameters and updated buffers to 1e-4, counting only elements whose
-# reference gradient is above 1e-6 of their tensor's largest.
+# reference gradient is above 1e-6 of their tensor's largest, and unless
+# --save-params writes every key of the model's state dict.
 set -euo pipefail
 family=$1 spec=$2 nranks=$3 dir=$4 mode=${5:-interpret}
 shift 4; [ $# -gt 0 ] && shift
@@ -43,4 +44,15 @@ python3 "$(dirname "$0")/../../Inputs/compare-safetensors.py" \
   --rtol 1e-4 --atol 1e-5 --exclude loss \
   --grads "$fixtures/$family.grads.safetensors" --grad-floor 1e-6 \
   > "$dir/$name.compare" || { cat "$dir/$name.compare" | grep -v '^ok'; exit 1; }
+# Every state-dict entry is written (tied names, every buffer), so PyTorch's
+# load_state_dict(strict=True) takes the file.
+python3 - "$dir/$name.params.safetensors" "$fixtures/$family.meta.json" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    (n,) = struct.unpack("<Q", f.read(8))
+    saved = set(json.loads(f.read(n))) - {"__metadata__"}
+want = set(json.load(open(sys.argv[2]))["state_dict_keys"])
+if want - saved:
+    sys.exit("--save-params lacks %s" % sorted(want - saved))
+PY
 echo "$name: loss and parameters match PyTorch"
