@@ -15,6 +15,9 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.spmdc_obj_root, "test")
 
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+# spmd-run's native-code cache: inside the build tree, not the user's home.
+config.environment["SPMDC_CACHE_DIR"] = os.path.join(
+    config.spmdc_obj_root, "test", "native-cache")
 config.substitutions.append(
     ("%expect-exit", os.path.join(config.test_source_root, "Inputs", "expect-exit.sh")))
 config.substitutions.append(

@@ -26,16 +26,20 @@ namespace {
 
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
+/// GEMM threads (spmd_blas_set_threads).
+int gemmThreads = 1;
+
 /// C = A @ B over `batches`, on row-major data of type T.
 template <typename T, typename Gemm>
 void gemmBatches(Gemm gemm, const spmdc::rt::MatmulBatches &batches,
                  const T *aData, const T *bData, T *cData) {
-  static bool oneThread = [] {
+  // OpenBLAS starts with a thread per core; a rank uses what it was given.
+  static bool threadsSet = [] {
     if (openblas_set_num_threads)
-      openblas_set_num_threads(1);
+      openblas_set_num_threads(gemmThreads);
     return true;
   }();
-  (void)oneThread;
+  (void)threadsSet;
   auto m = static_cast<int>(batches.m), n = static_cast<int>(batches.n),
        k = static_cast<int>(batches.k);
   int transA = batches.transposeA ? kTrans : kNoTrans;
@@ -94,6 +98,12 @@ std::vector<float> widened(const spmdc::rt::MemRefView &view) {
 } // namespace
 
 extern "C" {
+
+void spmd_blas_set_threads(int32_t threads) {
+  gemmThreads = threads < 1 ? 1 : threads;
+  if (openblas_set_num_threads)
+    openblas_set_num_threads(gemmThreads);
+}
 
 void spmd_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t a_rank,
                      void *a_desc, int64_t b_rank, void *b_desc, int64_t c_rank,

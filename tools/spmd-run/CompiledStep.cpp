@@ -22,7 +22,13 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/xxhash.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/TargetParser/Host.h"
 
 #include <spdlog/spdlog.h>
@@ -30,6 +36,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -192,7 +200,7 @@ static std::string nativeMismatch(const ModuleFile &file) {
 /// Links the module's native code (spmdc --aot) with ORC; null with
 /// `error` set on failure.
 static std::unique_ptr<llvm::orc::LLJIT>
-linkNative(const ModuleFile &file, const CudaRuntimeLibrary *cuda,
+linkNative(llvm::StringRef object, const CudaRuntimeLibrary *cuda,
            std::string &error) {
   auto failed = [&](llvm::Error e) {
     error =
@@ -214,9 +222,51 @@ linkNative(const ModuleFile &file, const CudaRuntimeLibrary *cuda,
     return failed(process.takeError());
   library.addGenerator(std::move(*process));
   if (llvm::Error e = (*jit)->addObjectFile(
-          llvm::MemoryBuffer::getMemBufferCopy(file.native, "step.o")))
+          llvm::MemoryBuffer::getMemBufferCopy(object, "step.o")))
     return failed(std::move(e));
   return std::move(*jit);
+}
+
+/// Where the JIT's native code for `file` on this host at `optLevel` is
+/// cached across runs (as JAX caches its compilations): $SPMDC_CACHE_DIR,
+/// else $XDG_CACHE_HOME/spmdc, else ~/.cache/spmdc. Empty when caching is
+/// off (SPMDC_CACHE_DIR=off) or for CUDA modules (their kernels load in
+/// constructors the cache does not keep).
+static std::string nativeCachePath(const ModuleFile &file, int optLevel) {
+  if (file.target != "cpu")
+    return "";
+  std::string dir;
+  if (const char *given = std::getenv("SPMDC_CACHE_DIR")) {
+    if (llvm::StringRef(given) == "off" || !*given)
+      return "";
+    dir = given;
+  } else if (const char *xdg = std::getenv("XDG_CACHE_HOME")) {
+    dir = std::string(xdg) + "/spmdc";
+  } else if (const char *home = std::getenv("HOME")) {
+    dir = std::string(home) + "/.cache/spmdc";
+  } else {
+    return "";
+  }
+  // The key: the program, the host CPU and its features, the level, and
+  // this spmd-run (the runtime the code calls, the LLVM that compiled it).
+  std::string key = file.program;
+  key += "\n" + llvm::sys::getHostCPUName().str();
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> names;
+  for (const auto &feature : features)
+    if (feature.second)
+      names.push_back(feature.first().str());
+  std::sort(names.begin(), names.end());
+  for (const std::string &name : names)
+    key += "," + name;
+  key += "\nO" + std::to_string(optLevel) + " " LLVM_VERSION_STRING;
+  llvm::sys::fs::file_status self;
+  if (!llvm::sys::fs::status("/proc/self/exe", self))
+    key += " " + std::to_string(self.getSize()) + " " +
+           std::to_string(self.getLastModificationTime()
+                              .time_since_epoch()
+                              .count());
+  return dir + "/" + llvm::utohexstr(llvm::xxh3_64bits(key)) + ".o";
 }
 
 /// The address of `name` in linked native code, or null with `error` set.
@@ -242,6 +292,8 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   }
   auto step = std::unique_ptr<CompiledStep>(new CompiledStep());
   step->file = file;
+  if (file.target == "cpu")
+    spmd_blas_set_threads(options.gemmThreads);
   auto resolve = [&](const std::vector<ModuleValue> &values,
                      std::vector<DType> &types) {
     for (const ModuleValue &value : values) {
@@ -271,7 +323,7 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   if (!file.native.empty()) {
     std::string mismatch = nativeMismatch(file);
     if (mismatch.empty()) {
-      step->native = linkNative(file, step->cuda.get(), error);
+      step->native = linkNative(file.native, step->cuda.get(), error);
       if (!step->native)
         return nullptr;
       using Init = void (*)();
@@ -291,6 +343,31 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
                  "run here ({})",
                  mismatch);
   }
+  // Native code an earlier run compiled from the same program on this CPU.
+  std::string cache = nativeCachePath(file, options.optLevel);
+  if (!cache.empty()) {
+    if (auto object = llvm::MemoryBuffer::getFile(cache)) {
+      std::string linkError;
+      auto jit = linkNative((*object)->getBuffer(), step->cuda.get(), linkError);
+      if (jit) {
+        step->nativeMain = nativeFunction<void (*)(void **)>(
+            *jit, ("_mlir_" + file.entry).c_str(), linkError);
+        llvm::Error init = step->nativeMain
+                               ? jit->initialize(jit->getMainJITDylib())
+                               : llvm::Error::success();
+        if (step->nativeMain && !init) {
+          step->native = std::move(jit);
+          spdlog::info("running native code cached in {}", cache);
+          return step;
+        }
+        if (init)
+          linkError = llvm::toString(std::move(init));
+        step->nativeMain = nullptr;
+      }
+      spdlog::warn("ignoring the native-code cache {}: {}", cache, linkError);
+    }
+    step->cacheFile = cache;
+  }
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
@@ -306,6 +383,7 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
     return nullptr;
   }
   ExecutionEngineOptions engineOptions;
+  engineOptions.enableObjectDump = !step->cacheFile.empty();
   // Level 1 optimises in instruction selection and scheduling only: the
   // loops are already vectorized, and LLVM's IR pipeline would cost the JIT
   // 4x the time for a sixth off a step (gpt2 medium). 2 and 3 add it.
@@ -431,6 +509,16 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
   } else if (llvm::Error e = engine->invokePacked(file.entry, packed)) {
     error = "the step failed: " + llvm::toString(std::move(e));
     return false;
+  } else if (!cacheFile.empty()) {
+    // The JIT compiled the program for this first step: keep its object
+    // for the next run (written aside, then renamed: ranks and runs that
+    // race write the same bytes, and a reader sees a whole file).
+    llvm::sys::fs::create_directories(llvm::sys::path::parent_path(cacheFile));
+    std::string partial = cacheFile + "." + std::to_string(::getpid());
+    engine->dumpToObjectFile(partial);
+    if (llvm::sys::fs::rename(partial, cacheFile))
+      llvm::sys::fs::remove(partial);
+    cacheFile.clear();
   }
 
   results.clear();

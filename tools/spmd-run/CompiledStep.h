@@ -36,6 +36,8 @@ public:
   struct Options {
     /// LLVM optimisation level of the host code.
     int optLevel = 1;
+    /// Threads of each GEMM (CPU modules).
+    int gemmThreads = 1;
     /// CUDA modules: this process's rank on its node (its GPU).
     int localRank = 0;
     /// CUDA modules: several ranks under MPI (NCCL carries collectives).
@@ -93,6 +95,9 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> native;
   void (*nativeMain)(void **) = nullptr;
   void (*nativeFini)() = nullptr;
+  /// Where to keep the JIT's object after the first step (empty: nowhere;
+  /// see nativeCachePath).
+  std::string cacheFile;
 };
 
 } // namespace spmdc

@@ -4,7 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
+
+#include <sched.h>
 
 namespace spmdc {
 
@@ -41,6 +44,20 @@ std::optional<int> parseRunOptions(int argc, char **argv, RunOptions &options) {
                  "scheduling (default), 2 and 3 also LLVM's IR passes; "
                  "native code (spmdc --aot) is linked as compiled")
       ->check(CLI::Range(0, 3));
+  app.add_option("--threads", options.threads,
+                 "compiled modules: threads of each GEMM in a rank, or "
+                 "'all': the cores this process may use over the ranks on "
+                 "its node (default 1: one core per rank)")
+      ->check([](const std::string &v) -> std::string {
+        if (v == "all")
+          return "";
+        try {
+          if (std::stoi(v) >= 1)
+            return "";
+        } catch (...) {
+        }
+        return "--threads takes a positive number or 'all', got '" + v + "'";
+      });
   app.add_option("--log-level", options.logLevel, "log level (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   try {
@@ -54,6 +71,16 @@ std::optional<int> parseRunOptions(int argc, char **argv, RunOptions &options) {
     return 2;
   }
   return std::nullopt;
+}
+
+int gemmThreads(const RunOptions &options, int localRanks) {
+  if (options.threads != "all")
+    return std::max(1, std::stoi(options.threads));
+  cpu_set_t cores;
+  int available = sched_getaffinity(0, sizeof(cores), &cores) == 0
+                      ? CPU_COUNT(&cores)
+                      : 1;
+  return std::max(1, available / std::max(1, localRanks));
 }
 
 } // namespace spmdc

@@ -27,8 +27,15 @@ struct RunOptions {
   bool f64 = false;
   /// LLVM's optimisation level for a compiled module's JIT.
   int optLevel = 1;
+  /// GEMM threads per rank: a number, or "all" (this process's cores over
+  /// the ranks on its node).
+  std::string threads = "1";
   std::string logLevel = "warn";
 };
+
+/// The GEMM threads `options.threads` asks of a process that is one of
+/// `localRanks` ranks on its node.
+int gemmThreads(const RunOptions &options, int localRanks);
 
 /// Parses the command line; returns an exit code when the tool should stop
 /// (0 after --help, 2 after a usage error, printed to stderr).

@@ -743,6 +743,9 @@ int main(int argc, char **argv) {
     spmdc::CompiledStep::Options load;
     load.optLevel = options.optLevel;
     load.multiRank = underMpi;
+    const char *localSize = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    load.gemmThreads =
+        spmdc::gemmThreads(options, localSize ? std::atoi(localSize) : 1);
     if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
       load.localRank = std::atoi(local);
     compiled = spmdc::CompiledStep::load(*moduleFile, context, load,

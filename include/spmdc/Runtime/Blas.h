@@ -8,8 +8,9 @@
 |* dims broadcast NumPy style (a missing or size-1 dim repeats). trans_a   *|
 |* (trans_b) nonzero: a is stored [..., k, m] (b [..., n, k]) and read      *|
 |* transposed, which saves the copy a tg.transpose would make. GEMMs       *|
-|* through the system's CBLAS (OpenBLAS), on one thread: a rank is one     *|
-|* core.                                                                    *|
+|* through the system's CBLAS (OpenBLAS), on one thread unless             *|
+|* spmd_blas_set_threads says more (spmd-run --threads: a rank with more   *|
+|* than one core).                                                          *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -21,6 +22,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/// Threads each GEMM may use from now on (1 by default).
+void spmd_blas_set_threads(int32_t threads);
 
 void spmd_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t a_rank,
                      void *a_desc, int64_t b_rank, void *b_desc,
