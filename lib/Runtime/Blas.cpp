@@ -99,6 +99,13 @@ std::vector<float> widened(const spmdc::rt::MemRefView &view) {
 
 extern "C" {
 
+float spmd_truncsfbf2(float value) {
+  uint32_t bits = spmdc::rt::toBF16(value);
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
 void spmd_blas_set_threads(int32_t threads) {
   gemmThreads = threads < 1 ? 1 : threads;
   if (openblas_set_num_threads)

@@ -167,6 +167,7 @@ static llvm::orc::SymbolMap runtimeSymbols(
   add("spmd_matmul_f32", &spmd_matmul_f32);
   add("spmd_matmul_f64", &spmd_matmul_f64);
   add("spmd_matmul_bf16", &spmd_matmul_bf16);
+  add("__truncsfbf2", &spmd_truncsfbf2);
 #ifdef SPMDC_HAVE_MPI
   // The collectives --convert-dist-to-runtime calls.
   add("spmd_collective_f32", &spmd_collective_f32);

@@ -23,6 +23,12 @@
 extern "C" {
 #endif
 
+/// f32 -> bf16, round to nearest even: what LLVM calls `__truncsfbf2` for
+/// on CPUs without AVX512_BF16 (the bf16 casts of --precision=bf16), which
+/// libgcc 12 does not have. The bits come back in the low half of a float
+/// register, where the x86-64 ABI returns a __bf16.
+float spmd_truncsfbf2(float value);
+
 /// Threads each GEMM may use from now on (1 by default).
 void spmd_blas_set_threads(int32_t threads);
 
