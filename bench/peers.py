@@ -51,15 +51,13 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools", "examples"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "reference"))
 
+import step_time  # noqa: E402  (mini, medium and GPT-2 small's shape)
+
 CONFIGS = {
-    "mini": dict(batch=4, seq=16, vocab=96, n_embd=32, n_head=4,
-                 mlp_hidden=128, n_layer=2),
-    "medium": dict(batch=4, seq=64, vocab=512, n_embd=128, n_head=4,
-                   mlp_hidden=512, n_layer=4),
-    "small-4x128": dict(batch=4, seq=128, vocab=50257, n_embd=768, n_head=12,
-                        mlp_hidden=3072, n_layer=12),
-    "small-1x64": dict(batch=1, seq=64, vocab=50257, n_embd=768, n_head=12,
-                       mlp_hidden=3072, n_layer=12),
+    "mini": step_time.CONFIGS["mini"],
+    "medium": step_time.CONFIGS["medium"],
+    "small-4x128": dict(step_time.CONFIGS["small"], batch=4, seq=128),
+    "small-1x64": step_time.CONFIGS["small"],
 }
 STEPS = {"mini": 50, "medium": 10, "small-4x128": 3, "small-1x64": 3}
 ADAMW = dict(lr=1e-3, weight_decay=0.01, betas=(0.9, 0.999), eps=1e-8)

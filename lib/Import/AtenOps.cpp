@@ -819,6 +819,23 @@ LogicalResult copy(Node &n) {
   return n.define(0, src);
 }
 
+/// `self` with `written` in place of its elements [start, start + the
+/// size of `written`) along `dim`.
+Value replaceAlongDim(Node &n, Value self, int64_t dim, int64_t start,
+                      Value written) {
+  int64_t size = tg::typeOf(self).getDimSize(dim);
+  int64_t end = start + tg::typeOf(written).getDimSize(dim);
+  SmallVector<Value> pieces;
+  if (start > 0)
+    pieces.push_back(tg::SliceOp::create(n.b, n.loc, self, dim, 0, start, 1));
+  pieces.push_back(written);
+  if (end < size)
+    pieces.push_back(tg::SliceOp::create(n.b, n.loc, self, dim, end, size, 1));
+  if (pieces.size() == 1)
+    return written;
+  return tg::ConcatOp::create(n.b, n.loc, pieces, dim);
+}
+
 /// slice_scatter: `self` with `src` written over self[start:end:step] of
 /// `dim`.
 LogicalResult sliceScatter(Node &n) {
@@ -858,17 +875,7 @@ LogicalResult sliceScatter(Node &n) {
         tg::SliceOp::create(n.b, n.loc, self, dim, start, start + span, 1);
     written = n.math().select(mask, written, kept);
   }
-  SmallVector<Value> pieces;
-  if (start > 0)
-    pieces.push_back(tg::SliceOp::create(n.b, n.loc, self, dim, 0, start, 1));
-  pieces.push_back(written);
-  if (start + span < size)
-    pieces.push_back(
-        tg::SliceOp::create(n.b, n.loc, self, dim, start + span, size, 1));
-  return n.define(0, pieces.size() == 1
-                         ? written
-                         : tg::ConcatOp::create(n.b, n.loc, pieces, dim)
-                               .getResult());
+  return n.define(0, replaceAlongDim(n, self, dim, start, written));
 }
 
 /// repeat: tile `self` by `repeats` (which may add leading dims).
@@ -1216,17 +1223,7 @@ LogicalResult selectScatter(Node &n) {
   Value row = tg::ReshapeOp::create(
       n.b, n.loc, RankedTensorType::get(shape, type.getElementType()),
       n.cast(src, type.getElementType()));
-  SmallVector<Value> pieces;
-  if (index > 0)
-    pieces.push_back(tg::SliceOp::create(n.b, n.loc, self, dim, 0, index, 1));
-  pieces.push_back(row);
-  if (index + 1 < size)
-    pieces.push_back(
-        tg::SliceOp::create(n.b, n.loc, self, dim, index + 1, size, 1));
-  return n.define(0, pieces.size() == 1
-                         ? row
-                         : tg::ConcatOp::create(n.b, n.loc, pieces, dim)
-                               .getResult());
+  return n.define(0, replaceAlongDim(n, self, dim, index, row));
 }
 
 /// native_group_norm: statistics over each group of channels and the

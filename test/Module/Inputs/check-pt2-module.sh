@@ -17,14 +17,8 @@ spmdc "$fixtures/$model.pt2" "${shard[@]}" --optimizer adamw --lr 0.001 \
 timeout -k 5 300 spmd-run --nranks "$nranks" --steps 1 "$dir/$name.mod" \
   --data "$fixtures/$model.data.safetensors" \
   --save-params "$dir/$name.params.safetensors" > "$dir/$name.loss"
-expected=$(python3 -c "import json; print(json.load(open('$fixtures/$model.meta.json'))['loss'])")
-python3 - "$dir/$name.loss" "$expected" <<'PY'
-import sys
-got = float(open(sys.argv[1]).read().split()[3])
-want = float(sys.argv[2])
-if abs(got - want) > 1e-4 * abs(want):
-    sys.exit("loss %r, PyTorch %r" % (got, want))
-PY
+python3 "$(dirname "$0")/../../Inputs/check-first-loss.py" "$dir/$name.loss" \
+  "$fixtures/$model.meta.json" 1e-4
 python3 "$(dirname "$0")/../../Inputs/compare-safetensors.py" \
   "$dir/$name.params.safetensors" "$fixtures/$model.expected.safetensors" \
   --rtol 1e-4 --atol 1e-5 --exclude loss > "$dir/$name.compare"
