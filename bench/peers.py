@@ -28,9 +28,10 @@ Rows (each in its own process, pinned with taskset / sched_setaffinity):
                                the batch sharded over both
 
 "ready s" is the wall time from starting the process to the end of its
-first step: for spmdc, spmdc's compile plus spmd-run's start, inputs and
-first step; "cold" with an empty native-code cache, "warm" the second run
-of the same module. The ceilings are measured first: SGEMM GFLOP/s on one
+first step: for spmdc, "ready" is spmdc's compile plus spmd-run's start,
+inputs and first step with an empty native-code cache, "warm" a second
+spmd-run of the same module (its native code cached), "compile s"
+spmdc alone. The ceilings are measured first: SGEMM GFLOP/s on one
 core with the best library installed (OpenBLAS through numpy, PyTorch's,
 JAX's), and the memory bandwidth of one core (a large numpy copy).
 
@@ -327,15 +328,18 @@ def spmdc_rows(build, graph, files, steps, tmp, cores):
         if label.endswith("all cores"):
             run += ["--threads", str(len(use))]
         env = dict(os.environ, SPMDC_CACHE_DIR=cache)
+        # Cold: spmdc, then spmd-run with an empty native-code cache.
+        # Warm: spmd-run of the same module again.
+        subprocess.run(["rm", "-rf", cache], check=True)
+        start = time.perf_counter()
+        subprocess.run(compile_cmd, check=True, env=env)
+        compile_s = time.perf_counter() - start
         readies = []
         for attempt in ("cold", "warm"):
-            if attempt == "cold":
-                subprocess.run(["rm", "-rf", cache], check=True)
-            start = time.perf_counter()
-            subprocess.run(compile_cmd, check=True, env=env)
-            compile_s = time.perf_counter() - start
-            done = subprocess.run(run + ["--steps", "1"], check=True,
-                                  capture_output=True, text=True, env=env)
+            if attempt == "warm":
+                start = time.perf_counter()
+            subprocess.run(run + ["--steps", "1"], check=True,
+                           capture_output=True, text=True, env=env)
             readies.append(time.perf_counter() - start)
         done = subprocess.run(run + ["--steps", str(1 + steps)], check=True,
                               capture_output=True, text=True, env=env)
@@ -422,7 +426,7 @@ def main():
               "steps timed")
         reference = rows["spmdc 1 rank, 1 core"]["loss"]
         print(f"{'':28} {'step ms':>9} {'ready s':>8} {'warm s':>7} "
-              f"{'loss':>10} {'of ceiling':>10}  ratio")
+              f"{'compile s':>9} {'loss':>10} {'of ceiling':>10}  ratio")
         vs = {"spmdc 1 rank, 1 core": "jax jit 1 core",
               "spmdc 1 rank, all cores": "jax jit 1 device",
               "spmdc 2 ranks ddp": "jax jit 1 device"}
@@ -440,8 +444,9 @@ def main():
                                if k.startswith("jax") and rows[k]["cores"] > 1)
                     ratio = f"{r['step_s'] / best:.2f}x best jax"
             warm = f"{r['warm_s']:7.2f}" if "warm_s" in r else f"{'':7}"
+            comp = f"{r['compile_s']:9.2f}" if "compile_s" in r else f"{'':9}"
             print(f"{label:28} {r['step_s'] * 1e3:9.2f} {r['ready_s']:8.2f} "
-                  f"{warm} {r['loss']:10.6f} {fraction:10.1%}  {ratio}",
+                  f"{warm} {comp} {r['loss']:10.6f} {fraction:10.1%}  {ratio}",
                   flush=True)
 
 
