@@ -93,8 +93,8 @@ FailureOr<SmallVector<Value>> Node::tensors(StringRef name) {
 FailureOr<SmallVector<Value>> Node::optionalTensors(StringRef name) {
   const nlohmann::json *a = arg(name);
   // A list with no None in it is serialized as a plain tensor list.
-  const char *key = a && a->contains("as_tensors") ? "as_tensors"
-                                                   : "as_optional_tensors";
+  const char *key =
+      a && a->contains("as_tensors") ? "as_tensors" : "as_optional_tensors";
   if (!a || !a->contains(key))
     return error() << "expects an optional tensor list argument '" << name
                    << "'";
@@ -758,14 +758,14 @@ LogicalResult powScalarBase(Node &n) {
   TRY(base, n.number("self"));
   TRY(exponent, n.tensor("exponent"));
   exponent = n.cast(exponent, el);
-  return n.define(0, tg::PowOp::create(n.b, n.loc, n.math().scalar(exponent, base),
-                                       exponent));
+  return n.define(
+      0,
+      tg::PowOp::create(n.b, n.loc, n.math().scalar(exponent, base), exponent));
 }
 
 /// Bitwise ops on booleans are the logical ones; integer bit patterns have
 /// no tg op.
-template <typename OpT>
-LogicalResult bitwiseBinary(Node &n) {
+template <typename OpT> LogicalResult bitwiseBinary(Node &n) {
   TRY(a, n.tensorOrScalar("self", n.b.getI1Type()));
   TRY(b, n.tensorOrScalar("other", n.b.getI1Type()));
   if (!tg::typeOf(a).getElementType().isInteger(1) ||
@@ -791,8 +791,8 @@ LogicalResult constantPad(Node &n) {
   TRY(value, n.number("value", 0.0));
   int64_t rank = tg::typeOf(x).getRank();
   if (pad.size() % 2 != 0 || static_cast<int64_t>(pad.size()) > 2 * rank)
-    return n.error() << "pad needs pairs for at most " << rank
-                     << " dims, got " << pad.size() << " values";
+    return n.error() << "pad needs pairs for at most " << rank << " dims, got "
+                     << pad.size() << " values";
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t dim = rank - 1 - i, before = pad[2 * i], after = pad[2 * i + 1];
     int64_t size = tg::typeOf(x).getDimSize(dim);
@@ -869,8 +869,8 @@ LogicalResult sliceScatter(Node &n) {
     SmallVector<int64_t> maskShape(type.getRank(), 1);
     maskShape[dim] = span;
     auto maskType = RankedTensorType::get(maskShape, n.b.getI1Type());
-    Value mask =
-        tg::ConstantOp::create(n.b, n.loc, DenseElementsAttr::get(maskType, hit));
+    Value mask = tg::ConstantOp::create(n.b, n.loc,
+                                        DenseElementsAttr::get(maskType, hit));
     Value kept =
         tg::SliceOp::create(n.b, n.loc, self, dim, start, start + span, 1);
     written = n.math().select(mask, written, kept);
@@ -949,7 +949,6 @@ FailureOr<Value> advancedIndex(Node &n, Value x, ArrayRef<Value> entries) {
                   static_cast<int64_t>(indexedDims.size());
   tg::GraphMath m = n.math();
   // The linear index over the indexed dims, negative indices wrapped.
-  SmallVector<int64_t> indexShape = {};
   Value linear;
   int64_t rows = 1;
   for (int64_t i = indices.size() - 1; i >= 0; --i) {
@@ -970,8 +969,8 @@ FailureOr<Value> advancedIndex(Node &n, Value x, ArrayRef<Value> entries) {
       linearType = tg::typeOf(idx);
   if (tg::typeOf(linear).getShape() != linearType.getShape())
     linear = tg::BroadcastOp::create(
-        n.b, n.loc, RankedTensorType::get(linearType.getShape(), n.b.getI64Type()),
-        linear);
+        n.b, n.loc,
+        RankedTensorType::get(linearType.getShape(), n.b.getI64Type()), linear);
   // x with the indexed dims first, flattened: [rows, rest].
   SmallVector<int64_t> perm(indexedDims.begin(), indexedDims.end());
   SmallVector<int64_t> restShape;
@@ -998,8 +997,8 @@ FailureOr<Value> advancedIndex(Node &n, Value x, ArrayRef<Value> entries) {
   SmallVector<int64_t> shape(linearType.getShape());
   int64_t indexRank = shape.size();
   shape.append(restShape);
-  Value result =
-      tg::ReshapeOp::create(n.b, n.loc, RankedTensorType::get(shape, el), picked);
+  Value result = tg::ReshapeOp::create(
+      n.b, n.loc, RankedTensorType::get(shape, el), picked);
   if (adjacent && indexedDims.front() > 0) {
     int64_t front = indexedDims.front();
     SmallVector<int64_t> order;
@@ -1007,7 +1006,8 @@ FailureOr<Value> advancedIndex(Node &n, Value x, ArrayRef<Value> entries) {
       order.push_back(indexRank + d);
     for (int64_t d = 0; d < indexRank; ++d)
       order.push_back(d);
-    for (int64_t d = indexRank + front; d < static_cast<int64_t>(shape.size()); ++d)
+    for (int64_t d = indexRank + front; d < static_cast<int64_t>(shape.size());
+         ++d)
       order.push_back(d);
     result = tg::TransposeOp::create(n.b, n.loc, result, order);
   }
@@ -1045,9 +1045,8 @@ LogicalResult flip(Node &n) {
       reversed.push_back(i);
     Value index = tg::ConstantOp::create(
         n.b, n.loc,
-        DenseElementsAttr::get(
-            RankedTensorType::get({size}, n.b.getI64Type()),
-            ArrayRef<int64_t>(reversed)));
+        DenseElementsAttr::get(RankedTensorType::get({size}, n.b.getI64Type()),
+                               ArrayRef<int64_t>(reversed)));
     SmallVector<Value> entries(d + 1, Value());
     entries[d] = index;
     TRY(flipped, advancedIndex(n, x, entries));
@@ -1061,7 +1060,6 @@ LogicalResult clamp(Node &n) {
   TRY(x, n.tensor("self"));
   Type el = outElement(n);
   x = n.cast(x, el);
-  tg::GraphMath m = n.math();
   if (n.has("min")) {
     TRY(lo, n.tensorOrScalar("min", el));
     x = tg::MaximumOp::create(n.b, n.loc, x, n.cast(lo, el));
@@ -1070,7 +1068,6 @@ LogicalResult clamp(Node &n) {
     TRY(hi, n.tensorOrScalar("max", el));
     x = tg::MinimumOp::create(n.b, n.loc, x, n.cast(hi, el));
   }
-  (void)m;
   return n.define(0, x);
 }
 
@@ -1141,8 +1138,9 @@ LogicalResult variance(Node &n) {
   tg::GraphMath m = n.math();
   Value centered = m.sub(x, m.mean(x, dims, true));
   Value squares = m.sum(m.mul(centered, centered), dims, keep);
-  return n.define(0, m.mul(squares, m.scalar(squares, 1.0 / std::max(
-                                                          0.0, count - correction))));
+  return n.define(
+      0, m.mul(squares,
+               m.scalar(squares, 1.0 / std::max(0.0, count - correction))));
 }
 
 /// amin and min/max over a dim: the value, and for .dim the index of the
@@ -1158,8 +1156,7 @@ Value firstIndexOf(Node &n, Value x, Value extreme, int64_t dim) {
                             type.getElementType()),
       extreme);
   Value big = m.scalar(iota, static_cast<double>(type.getDimSize(dim)));
-  Value candidate =
-      m.select(m.compare("eq", x, kept), m.neg(iota), m.neg(big));
+  Value candidate = m.select(m.compare("eq", x, kept), m.neg(iota), m.neg(big));
   return m.neg(m.max(candidate, {dim}, false));
 }
 
@@ -1195,8 +1192,9 @@ LogicalResult extremeOverDim(Node &n, bool isMax, bool withIndex,
       return v;
     return tg::ReshapeOp::create(
         n.b, n.loc,
-        RankedTensorType::get(tg::keepDimType(tg::typeOf(input), dims).getShape(),
-                              tg::typeOf(v).getElementType()),
+        RankedTensorType::get(
+            tg::keepDimType(tg::typeOf(input), dims).getShape(),
+            tg::typeOf(v).getElementType()),
         v);
   };
   if (!indexOnly && failed(n.define(0, keepShape(value))))
@@ -1289,8 +1287,8 @@ FailureOr<Windows> windows(Node &n, Value input, ArrayRef<int64_t> kernel,
   for (int64_t i = 0; i < spatial; ++i) {
     int64_t dim = 2 + i;
     int64_t size = tg::typeOf(input).getDimSize(dim);
-    int64_t needed = (outputSize[i] - 1) * stride[i] +
-                     (kernel[i] - 1) * dilation[i] + 1;
+    int64_t needed =
+        (outputSize[i] - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1;
     int64_t after = std::max<int64_t>(padding[i], needed - size - padding[i]);
     if (outputSize[i] < 1 || needed > size + padding[i] + after)
       return n.error() << "window of " << kernel[i] << " does not fit spatial "
@@ -1329,8 +1327,8 @@ FailureOr<SmallVector<int64_t>> spatialList(Node &n, StringRef name,
   if (v.size() == 1)
     v.assign(spatial, v.front());
   if (static_cast<int64_t>(v.size()) != spatial)
-    return n.error() << "'" << name << "' needs " << spatial
-                     << " values, got " << v.size();
+    return n.error() << "'" << name << "' needs " << spatial << " values, got "
+                     << v.size();
   return v;
 }
 
@@ -1390,9 +1388,8 @@ LogicalResult convolution(Node &n) {
       stackWindows(n, win.slices));
   Value weights = tg::ReshapeOp::create(
       n.b, n.loc,
-      RankedTensorType::get({groups, outChannels / groups,
-                             channels / groups * k},
-                            el),
+      RankedTensorType::get(
+          {groups, outChannels / groups, channels / groups * k}, el),
       w);
   Value y = tg::MatmulOp::create(n.b, n.loc, weights, columns);
   SmallVector<int64_t> shape = {batch, outChannels};
@@ -1401,9 +1398,9 @@ LogicalResult convolution(Node &n) {
   if (bias) {
     SmallVector<int64_t> biasShape(spatial + 1, 1);
     biasShape[0] = outChannels;
-    y = n.math().add(y, tg::ReshapeOp::create(
-                            n.b, n.loc, RankedTensorType::get(biasShape, el),
-                            *bias));
+    y = n.math().add(
+        y, tg::ReshapeOp::create(n.b, n.loc,
+                                 RankedTensorType::get(biasShape, el), *bias));
   }
   return n.define(0, y);
 }
@@ -1414,8 +1411,8 @@ LogicalResult maxPoolWithIndices(Node &n) {
   TRY(x, n.tensor("self"));
   RankedTensorType type = tg::typeOf(x);
   TRY(kernelGiven, n.integers("kernel_size"));
-  int64_t spatial = kernelGiven.size() == 1 ? type.getRank() - 2
-                                            : kernelGiven.size();
+  int64_t spatial =
+      kernelGiven.size() == 1 ? type.getRank() - 2 : kernelGiven.size();
   if (spatial < 1 || spatial > type.getRank() - 1)
     return n.error() << "max_pool of " << type << " needs [N, C, spatial...]";
   if (type.getRank() - 2 != spatial)
@@ -1432,8 +1429,8 @@ LogicalResult maxPoolWithIndices(Node &n) {
   TRY(dilation, spatialList(n, "dilation", spatial, {1}));
   RankedTensorType out = n.outputType(0);
   SmallVector<int64_t> outputSize(out.getShape().drop_front(2));
-  TRY(win, windows(n, x, kernel, stride, padding, dilation, outputSize,
-                   -INFINITY));
+  TRY(win,
+      windows(n, x, kernel, stride, padding, dilation, outputSize, -INFINITY));
   Value stacked = stackWindows(n, win.slices);
   tg::GraphMath m = n.math();
   Value best = m.max(stacked, {2}, /*keepDim=*/false);
@@ -1474,14 +1471,17 @@ LogicalResult maxPoolWithIndices(Node &n) {
     }
   }
   Value pos = tg::ConstantOp::create(
-      n.b, n.loc, DenseElementsAttr::get(posType, ArrayRef<int64_t>(positions)));
+      n.b, n.loc,
+      DenseElementsAttr::get(posType, ArrayRef<int64_t>(positions)));
   Value keep = tg::ReshapeOp::create(
       n.b, n.loc,
-      RankedTensorType::get(tg::keepDimType(tg::typeOf(stacked), {2}).getShape(),
-                            type.getElementType()),
+      RankedTensorType::get(
+          tg::keepDimType(tg::typeOf(stacked), {2}).getShape(),
+          type.getElementType()),
       best);
   Value isMax = m.compare("eq", stacked, keep);
-  Value big = m.scalar(pos, static_cast<double>(std::numeric_limits<int32_t>::max()));
+  Value big =
+      m.scalar(pos, static_cast<double>(std::numeric_limits<int32_t>::max()));
   Value candidate = m.select(isMax, m.neg(pos), m.neg(big));
   return n.define(1, m.neg(m.max(candidate, {2}, false)));
 }
@@ -1513,7 +1513,8 @@ LogicalResult avgPool(Node &n) {
   if (n.has("divisor_override")) {
     TRY(d, n.number("divisor_override"));
     divisor = m.scalar(sum, d);
-  } else if (countPad && llvm::all_of(padding, [](int64_t p) { return p == 0; })) {
+  } else if (countPad &&
+             llvm::all_of(padding, [](int64_t p) { return p == 0; })) {
     divisor = m.scalar(sum, static_cast<double>(win.slices.size()));
   }
   if (!divisor) {
@@ -1525,12 +1526,12 @@ LogicalResult avgPool(Node &n) {
         ones = tg::padAlongDim(n.b, n.loc, ones, 2 + i, padding[i], padding[i],
                                1.0);
       SmallVector<int64_t> zero(spatial, 0);
-      TRY(counted, windows(n, ones, kernel, stride, zero, dilation, outputSize,
-                           0.0));
+      TRY(counted,
+          windows(n, ones, kernel, stride, zero, dilation, outputSize, 0.0));
       divisor = m.sum(stackWindows(n, counted.slices), {2}, false);
     } else {
-      TRY(counted, windows(n, ones, kernel, stride, padding, dilation,
-                           outputSize, 0.0));
+      TRY(counted,
+          windows(n, ones, kernel, stride, padding, dilation, outputSize, 0.0));
       divisor = m.sum(stackWindows(n, counted.slices), {2}, false);
     }
   }
@@ -1641,8 +1642,9 @@ LogicalResult adaptiveAvgPool(Node &n) {
       pieces.push_back(m.mean(
           tg::SliceOp::create(n.b, n.loc, v, dim, start, end, 1), {dim}, true));
     }
-    v = pieces.size() == 1 ? pieces.front()
-                           : tg::ConcatOp::create(n.b, n.loc, pieces, dim).getResult();
+    v = pieces.size() == 1
+            ? pieces.front()
+            : tg::ConcatOp::create(n.b, n.loc, pieces, dim).getResult();
   }
   return n.define(0, v);
 }
@@ -1755,11 +1757,16 @@ const llvm::StringMap<Mapping> &atenMappings() {
     add("mean.dim", reduction<tg::MeanOp>("dim"));
     add("mean.default", reduction<tg::MeanOp>("dim"));
     add("amax.default", reduction<tg::MaxOp>("dim"));
-    add("amin.default", [](Node &n) { return extremeOverDim(n, false, false, false); });
-    add("max.dim", [](Node &n) { return extremeOverDim(n, true, true, false); });
-    add("min.dim", [](Node &n) { return extremeOverDim(n, false, true, false); });
-    add("argmax.default", [](Node &n) { return extremeOverDim(n, true, false, true); });
-    add("argmin.default", [](Node &n) { return extremeOverDim(n, false, false, true); });
+    add("amin.default",
+        [](Node &n) { return extremeOverDim(n, false, false, false); });
+    add("max.dim",
+        [](Node &n) { return extremeOverDim(n, true, true, false); });
+    add("min.dim",
+        [](Node &n) { return extremeOverDim(n, false, true, false); });
+    add("argmax.default",
+        [](Node &n) { return extremeOverDim(n, true, false, true); });
+    add("argmin.default",
+        [](Node &n) { return extremeOverDim(n, false, false, true); });
     add("var.correction", variance);
     add("var.dim", variance);
     add("any.dim", anyDim);

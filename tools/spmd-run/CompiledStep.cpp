@@ -18,17 +18,17 @@
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/xxhash.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/TargetParser/Host.h"
 
 #include <spdlog/spdlog.h>
@@ -264,9 +264,8 @@ static std::string nativeCachePath(const ModuleFile &file, int optLevel) {
   llvm::sys::fs::file_status self;
   if (!llvm::sys::fs::status("/proc/self/exe", self))
     key += " " + std::to_string(self.getSize()) + " " +
-           std::to_string(self.getLastModificationTime()
-                              .time_since_epoch()
-                              .count());
+           std::to_string(
+               self.getLastModificationTime().time_since_epoch().count());
   return dir + "/" + llvm::utohexstr(llvm::xxh3_64bits(key)) + ".o";
 }
 
@@ -349,7 +348,8 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   if (!cache.empty()) {
     if (auto object = llvm::MemoryBuffer::getFile(cache)) {
       std::string linkError;
-      auto jit = linkNative((*object)->getBuffer(), step->cuda.get(), linkError);
+      auto jit =
+          linkNative((*object)->getBuffer(), step->cuda.get(), linkError);
       if (jit) {
         step->nativeMain = nativeFunction<void (*)(void **)>(
             *jit, ("_mlir_" + file.entry).c_str(), linkError);

@@ -77,9 +77,8 @@ int gemmThreads(const RunOptions &options, int localRanks) {
   if (options.threads != "all")
     return std::max(1, std::stoi(options.threads));
   cpu_set_t cores;
-  int available = sched_getaffinity(0, sizeof(cores), &cores) == 0
-                      ? CPU_COUNT(&cores)
-                      : 1;
+  int available =
+      sched_getaffinity(0, sizeof(cores), &cores) == 0 ? CPU_COUNT(&cores) : 1;
   return std::max(1, available / std::max(1, localRanks));
 }
 

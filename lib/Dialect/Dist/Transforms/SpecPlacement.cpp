@@ -98,8 +98,8 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main) {
     }
     if (typeOf(weight).getRank() != 2 || paramName(weight).empty())
       continue;
-    Linear linear{matmul, paramName(weight), "", matmul.getResult(), outDim,
-                  1 - outDim};
+    Linear linear{matmul, paramName(weight), "", matmul.getResult(),
+                  outDim, 1 - outDim};
     if (matmul.getResult().hasOneUse())
       if (auto add = dyn_cast<tg::AddOp>(*matmul.getResult().getUsers().begin()))
         if (!paramName(add.getRhs()).empty() &&

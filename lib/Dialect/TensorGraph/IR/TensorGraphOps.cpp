@@ -441,10 +441,9 @@ LogicalResult ScaledDotProductAttentionOp::inferReturnTypes(
       fits = m == 1 || m == scores[3 - i];
     }
     if (!fits)
-      return emitOptionalError(loc, "sdpa mask of shape ",
-                               shapeString(mask.getShape()),
-                               " does not broadcast to the scores ",
-                               shapeString(scores));
+      return emitOptionalError(
+          loc, "sdpa mask of shape ", shapeString(mask.getShape()),
+          " does not broadcast to the scores ", shapeString(scores));
     if (!mask.getElementType().isInteger(1) &&
         mask.getElementType() != q.getElementType())
       return emitOptionalError(loc, "sdpa mask must be i1 or the query's "

@@ -344,9 +344,9 @@ LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, Value g,
     RankedTensorType indices = getIndices().getType();
     SmallVector<int64_t> column(indices.getShape());
     column.push_back(1);
-    Value isPadding = m.compare(
-        "eq", getIndices(),
-        buildScalar(b, getLoc(), indices.getElementType(), *padding));
+    Value isPadding =
+        m.compare("eq", getIndices(),
+                  buildScalar(b, getLoc(), indices.getElementType(), *padding));
     Value mask = ReshapeOp::create(
         b, getLoc(), RankedTensorType::get(column, b.getI1Type()), isPadding);
     g = m.select(mask, m.scalar(g, 0.0), g);
