@@ -182,6 +182,36 @@ std::map<std::string, EntryPlace> zipEntryPlaces(StringRef bytes) {
   return places;
 }
 
+/// The view of its storage a stored tensor's metadata gives: its strides
+/// (row-major where absent), its storage offset, and the bytes of storage
+/// it reaches.
+struct StorageView {
+  SmallVector<int64_t> strides;
+  int64_t offset = 0;
+  int64_t neededBytes = 0;
+};
+
+StorageView storageView(const json &meta, RankedTensorType type) {
+  StorageView view;
+  for (const json &s : meta.value("strides", json::array()))
+    view.strides.push_back(s.value("as_int", int64_t(0)));
+  view.offset = meta.contains("storage_offset")
+                    ? meta["storage_offset"].value("as_int", int64_t(0))
+                    : 0;
+  if (view.strides.size() != static_cast<size_t>(type.getRank())) {
+    view.strides.assign(type.getRank(), 1);
+    for (int64_t d = type.getRank() - 2; d >= 0; --d)
+      view.strides[d] = view.strides[d + 1] * type.getDimSize(d + 1);
+  }
+  int64_t lastElement = view.offset;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    lastElement += (type.getDimSize(d) - 1) * view.strides[d];
+  if (type.getNumElements() != 0)
+    view.neededBytes =
+        (lastElement + 1) * elementBytes(type.getElementType());
+  return view;
+}
+
 class TorchExportImporter {
 public:
   TorchExportImporter(MLIRContext &context, StringRef fileName,
@@ -263,22 +293,9 @@ TorchExportImporter::loadTensor(const std::string &name, const json &entry,
 
   // The storage the strides and offset index into must be in the blob.
   int64_t elementSize = elementBytes(type->getElementType());
-  SmallVector<int64_t> strides;
-  for (const json &s : meta.value("strides", json::array()))
-    strides.push_back(s.value("as_int", int64_t(0)));
-  int64_t offset = meta.contains("storage_offset")
-                       ? meta["storage_offset"].value("as_int", int64_t(0))
-                       : 0;
-  if (strides.size() != static_cast<size_t>(type->getRank())) {
-    strides.assign(type->getRank(), 1);
-    for (int64_t d = type->getRank() - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * type->getDimSize(d + 1);
-  }
-  int64_t lastElement = offset;
-  for (int64_t d = 0; d < type->getRank(); ++d)
-    lastElement += (type->getDimSize(d) - 1) * strides[d];
-  int64_t needed = type->getNumElements() == 0 ? 0
-                                               : (lastElement + 1) * elementSize;
+  StorageView view = storageView(meta, *type);
+  const SmallVector<int64_t> &strides = view.strides;
+  int64_t offset = view.offset, needed = view.neededBytes;
   if (static_cast<int64_t>(bytes.size()) < needed)
     return error(place) << "'" << name << "' has " << bytes.size()
                         << " bytes in '" << blobName << "' but its shape "
@@ -335,23 +352,9 @@ TorchExportImporter::referTensor(const std::string &name, const json &entry,
                         << "': an archive read from stdin has no path to "
                            "read its weights from later; give the file";
 
-  int64_t elementSize = elementBytes(type->getElementType());
-  SmallVector<int64_t> strides;
-  for (const json &s : meta.value("strides", json::array()))
-    strides.push_back(s.value("as_int", int64_t(0)));
-  int64_t offset = meta.contains("storage_offset")
-                       ? meta["storage_offset"].value("as_int", int64_t(0))
-                       : 0;
-  if (strides.size() != static_cast<size_t>(type->getRank())) {
-    strides.assign(type->getRank(), 1);
-    for (int64_t d = type->getRank() - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * type->getDimSize(d + 1);
-  }
-  int64_t lastElement = offset;
-  for (int64_t d = 0; d < type->getRank(); ++d)
-    lastElement += (type->getDimSize(d) - 1) * strides[d];
-  int64_t needed = type->getNumElements() == 0 ? 0
-                                               : (lastElement + 1) * elementSize;
+  StorageView view = storageView(meta, *type);
+  const SmallVector<int64_t> &strides = view.strides;
+  int64_t offset = view.offset, needed = view.neededBytes;
   if (static_cast<int64_t>(it->second.size) < needed)
     return error(place) << "'" << name << "' has " << it->second.size
                         << " bytes in '" << blobName << "' but its shape "
