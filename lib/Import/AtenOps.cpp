@@ -1332,6 +1332,21 @@ FailureOr<SmallVector<int64_t>> spatialList(Node &n, StringRef name,
   return v;
 }
 
+/// A pooling op's kernel_size, stride (empty: the kernel's) and padding.
+FailureOr<std::tuple<SmallVector<int64_t>, SmallVector<int64_t>,
+                     SmallVector<int64_t>>>
+poolArguments(Node &n, int64_t spatial) {
+  TRY(kernel, spatialList(n, "kernel_size", spatial, {}));
+  TRY(strideGiven, n.integers("stride", SmallVector<int64_t>{}));
+  SmallVector<int64_t> stride = kernel;
+  if (!strideGiven.empty()) {
+    TRY(s, spatialList(n, "stride", spatial, {}));
+    stride = s;
+  }
+  TRY(padding, spatialList(n, "padding", spatial, {0}));
+  return std::make_tuple(kernel, stride, padding);
+}
+
 /// The window slices stacked on a new dim 2: [N, C, K, O...].
 Value stackWindows(Node &n, ArrayRef<Value> slices) {
   SmallVector<Value> columns;
@@ -1417,15 +1432,8 @@ LogicalResult maxPoolWithIndices(Node &n) {
     return n.error() << "max_pool of " << type << " needs [N, C, spatial...]";
   if (type.getRank() - 2 != spatial)
     return n.error() << "max_pool without a batch dim is not supported";
-  TRY(kernel, spatialList(n, "kernel_size", spatial, {}));
-  // An empty stride means the kernel's.
-  TRY(strideGiven, n.integers("stride", SmallVector<int64_t>{}));
-  SmallVector<int64_t> stride = kernel;
-  if (!strideGiven.empty()) {
-    TRY(s, spatialList(n, "stride", spatial, {}));
-    stride = s;
-  }
-  TRY(padding, spatialList(n, "padding", spatial, {0}));
+  TRY(pool, poolArguments(n, spatial));
+  auto [kernel, stride, padding] = pool;
   TRY(dilation, spatialList(n, "dilation", spatial, {1}));
   RankedTensorType out = n.outputType(0);
   SmallVector<int64_t> outputSize(out.getShape().drop_front(2));
@@ -1494,14 +1502,8 @@ LogicalResult avgPool(Node &n) {
   int64_t spatial = type.getRank() - 2;
   if (spatial < 1)
     return n.error() << "avg_pool of " << type << " needs [N, C, spatial...]";
-  TRY(kernel, spatialList(n, "kernel_size", spatial, {}));
-  TRY(strideGiven, n.integers("stride", SmallVector<int64_t>{}));
-  SmallVector<int64_t> stride = kernel;
-  if (!strideGiven.empty()) {
-    TRY(s, spatialList(n, "stride", spatial, {}));
-    stride = s;
-  }
-  TRY(padding, spatialList(n, "padding", spatial, {0}));
+  TRY(pool, poolArguments(n, spatial));
+  auto [kernel, stride, padding] = pool;
   TRY(countPad, n.boolean("count_include_pad", true));
   SmallVector<int64_t> dilation(spatial, 1);
   RankedTensorType out = n.outputType(0);

@@ -229,6 +229,11 @@ private:
   }
   FailureOr<RankedTensorType> typeOfMeta(const json &meta,
                                          const std::string &place);
+  /// The type of a stored tensor's entry; an error if it is pickled or its
+  /// metadata is not a tensor's.
+  FailureOr<RankedTensorType> storedType(const std::string &name,
+                                         const json &entry,
+                                         const std::string &place);
   /// The logical row-major values of a stored tensor (strides and storage
   /// offset applied).
   FailureOr<DenseElementsAttr> loadTensor(const std::string &name,
@@ -275,14 +280,20 @@ TorchExportImporter::typeOfMeta(const json &meta, const std::string &place) {
   return RankedTensorType::get(shape, element);
 }
 
-FailureOr<DenseElementsAttr>
-TorchExportImporter::loadTensor(const std::string &name, const json &entry,
+FailureOr<RankedTensorType>
+TorchExportImporter::storedType(const std::string &name, const json &entry,
                                 const std::string &place) {
   if (entry.value("use_pickle", false))
     return error(place) << "'" << name
                         << "' is stored pickled, which spmdc does not read";
+  return typeOfMeta(entry["tensor_meta"], place + "/tensor_meta");
+}
+
+FailureOr<DenseElementsAttr>
+TorchExportImporter::loadTensor(const std::string &name, const json &entry,
+                                const std::string &place) {
   const json &meta = entry["tensor_meta"];
-  auto type = typeOfMeta(meta, place + "/tensor_meta");
+  auto type = storedType(name, entry, place);
   if (failed(type))
     return failure();
   std::string blobName =
@@ -329,11 +340,8 @@ TorchExportImporter::loadTensor(const std::string &name, const json &entry,
 FailureOr<std::pair<RankedTensorType, tg::InitialValueRef>>
 TorchExportImporter::referTensor(const std::string &name, const json &entry,
                                  const std::string &place) {
-  if (entry.value("use_pickle", false))
-    return error(place) << "'" << name
-                        << "' is stored pickled, which spmdc does not read";
   const json &meta = entry["tensor_meta"];
-  auto type = typeOfMeta(meta, place + "/tensor_meta");
+  auto type = storedType(name, entry, place);
   if (failed(type))
     return failure();
   std::string blobName =
