@@ -7,6 +7,9 @@
 namespace spmdc {
 
 static constexpr llvm::StringLiteral kMagic = "SPMDC-MODULE 1\n";
+/// The header's version: 2 since the step's entry takes its arguments and
+/// results through memory (--wide-interfaces-through-memory).
+static constexpr int kVersion = 2;
 
 bool ModuleFile::looksLikeModule(llvm::StringRef bytes) {
   return bytes.starts_with(kMagic);
@@ -54,7 +57,7 @@ static std::string serializeHead(const ModuleFile &m, uint64_t weightsBytes) {
   const auto &results = m.results;
   const std::string &program = m.program, &native = m.native;
   nlohmann::json header = {
-      {"version", 1}, {"target", target}, {"entry", entry}};
+      {"version", kVersion}, {"target", target}, {"entry", entry}};
   if (!meshAxes.empty())
     header["mesh"] = {{"axes", meshAxes}, {"shape", meshShape}};
   header["arguments"] = nlohmann::json::array();
@@ -104,8 +107,10 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
   try {
     nlohmann::json header =
         nlohmann::json::parse(headerText.begin(), headerText.end());
-    if (header.at("version") != 1) {
-      error = "unsupported module version " + header["version"].dump();
+    if (header.at("version") != kVersion) {
+      error = "unsupported module version " + header["version"].dump() +
+              ": this spmd-run runs version " + std::to_string(kVersion) +
+              " modules; compile it again with this spmdc";
       return std::nullopt;
     }
     file.target = header.at("target").get<std::string>();

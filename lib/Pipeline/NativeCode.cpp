@@ -4,16 +4,19 @@
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Analysis/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/InstCombine/InstCombine.h"
 
 #include <algorithm>
 #include <tuple>
@@ -93,7 +96,43 @@ std::string enabledFeatures(const llvm::TargetMachine &machine) {
   return list;
 }
 
+/// Instructions of a loop-free function from which it counts as glue.
+constexpr size_t kGlueInstructions = 256;
+
+bool isGlue(llvm::Function &function) {
+  if (function.isDeclaration() ||
+      function.getInstructionCount() < kGlueInstructions)
+    return false;
+  llvm::SmallVector<std::pair<const llvm::BasicBlock *,
+                              const llvm::BasicBlock *>>
+      backEdges;
+  llvm::FindFunctionBackedges(function, backEdges);
+  return backEdges.empty();
+}
+
 } // namespace
+
+void prepareGlueForCodegen(llvm::Module &module) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder;
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  llvm::FunctionPassManager simplify;
+  simplify.addPass(llvm::InstCombinePass());
+  for (llvm::Function &function : module) {
+    if (!isGlue(function))
+      continue;
+    simplify.run(function, functions);
+    function.addFnAttr(llvm::Attribute::OptimizeNone);
+    function.addFnAttr(llvm::Attribute::NoInline);
+  }
+}
 
 FailureOr<NativeObject> compileToObject(ModuleOp module,
                                         const NativeCodeOptions &options) {
@@ -147,6 +186,7 @@ FailureOr<NativeObject> compileToObject(ModuleOp module,
                     /*reverse=*/false);
   addStructorCaller(*llvmModule, "llvm.global_dtors", "spmd_step_fini",
                     /*reverse=*/true);
+  prepareGlueForCodegen(*llvmModule);
   unsigned irLevel = options.optLevel >= 2 ? options.optLevel : 0;
   if (llvm::Error e = makeOptimizingTransformer(irLevel, 0, machine.get())(
           llvmModule.get()))

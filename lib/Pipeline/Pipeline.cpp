@@ -80,7 +80,8 @@ static constexpr const char *kHostToLLVM =
     "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
     "finalize-memref-to-llvm,func.func(convert-vector-to-llvm),"
     "convert-math-to-llvm,"
-    "convert-to-llvm,reconcile-unrealized-casts,split-long-blocks";
+    "convert-to-llvm,reconcile-unrealized-casts,branchless-conditional-frees,"
+    "wide-interfaces-through-memory{entry=main},split-long-blocks";
 
 LogicalResult buildLoweringPipeline(OpPassManager &pm,
                                     const LoweringOptions &options) {
@@ -113,7 +114,8 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm,
                 "finalize-memref-to-llvm{use-generic-functions},"
                 "convert-math-to-llvm,gpu-to-llvm,"
                 "gpu-module-to-binary{format=isa},strip-gpu-object-timings,"
-                "convert-to-llvm,canonicalize,cse,reconcile-unrealized-casts";
+                "convert-to-llvm,canonicalize,cse,reconcile-unrealized-casts,"
+                "wide-interfaces-through-memory{entry=main}";
   } else if (options.gpuKernelsOnCpu) {
     // The CUDA target's kernel loops, run by the host: checks them on
     // machines without a GPU.
@@ -123,7 +125,10 @@ LogicalResult buildLoweringPipeline(OpPassManager &pm,
     // Loops in 8-wide SIMD where the innermost loop reads and writes
     // contiguously (MLIR's affine super-vectorizer; its strided transfers
     // mis-lowered here), then one function per loop nest.
+    // Without the ownership flags threaded through scatter loops, those
+    // loops are nests of their own, and the glue between nests has none.
     pipeline += "ownership-based-buffer-deallocation,canonicalize,"
+                "drop-self-retaining-deallocs,canonicalize,"
                 "convert-linalg-to-affine-loops,"
                 "func.func(vectorize-affine-loops{vector-size=8}),"
                 "canonicalize,outline-loop-nests,";

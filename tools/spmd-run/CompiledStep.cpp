@@ -8,6 +8,7 @@
 #include "spmdc/Runtime/SafeTensors.h"
 #ifdef SPMDC_HAVE_MPI
 #include "spmdc/Runtime/Collectives.h"
+#include "spmdc/Pipeline/NativeCode.h"
 #endif
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -389,8 +390,11 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   // loops are already vectorized, and LLVM's IR pipeline would cost the JIT
   // 4x the time for a sixth off a step (gpt2 medium). 2 and 3 add it.
   unsigned irLevel = options.optLevel >= 2 ? options.optLevel : 0;
-  auto transformer = makeOptimizingTransformer(irLevel, 0, nullptr);
-  engineOptions.transformer = transformer;
+  auto optimize = makeOptimizingTransformer(irLevel, 0, nullptr);
+  engineOptions.transformer = [optimize](llvm::Module *module) {
+    prepareGlueForCodegen(*module);
+    return optimize(module);
+  };
   engineOptions.jitCodeGenOptLevel =
       static_cast<llvm::CodeGenOptLevel>(options.optLevel);
   // SPMD_RUN_PERF=1: tell `perf` the JIT-compiled functions' names.
@@ -485,25 +489,25 @@ bool CompiledStep::run(const std::vector<interp::Tensor> &args,
           static_cast<char *>(allocate(arg.data.size() * rt::dtypeSize(dtype)));
       arguments.push_back({buffer, buffer});
     }
-  std::vector<Descriptor> descriptors;
-  descriptors.reserve(args.size());
+  // The entry is `void main(ptr arguments, ptr results)` (spmdc's
+  // --wide-interfaces-through-memory): its arguments one array of the
+  // descriptors' 8-byte fields, its results one struct of descriptors.
+  std::vector<int64_t> argumentWords;
   for (size_t a = 0; a < args.size(); ++a) {
     const ModuleValue &value = file.arguments[a];
     if (first || a >= resident.size() || !resident[a])
       storeElements(argumentTypes[a], args[a].data, arguments[a].aligned);
-    descriptors.emplace_back(arguments[a].allocated, arguments[a].aligned,
-                             value.shape);
+    Descriptor d(arguments[a].allocated, arguments[a].aligned, value.shape);
+    argumentWords.insert(argumentWords.end(), d.fields.begin(),
+                         d.fields.end());
   }
-  std::vector<void *> packed;
-  for (Descriptor &d : descriptors)
-    for (int64_t &field : d.fields)
-      packed.push_back(&field);
-  // Results: one struct of descriptors, 8-byte fields throughout.
   size_t resultFields = 0;
   for (const ModuleValue &r : file.results)
     resultFields += 3 + 2 * r.shape.size();
   std::vector<int64_t> resultStorage(resultFields);
-  packed.push_back(resultStorage.data());
+  void *argumentsPointer = argumentWords.data();
+  void *resultsPointer = resultStorage.data();
+  std::vector<void *> packed = {&argumentsPointer, &resultsPointer};
 
   if (nativeMain) {
     nativeMain(packed.data());

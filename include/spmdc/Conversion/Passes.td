@@ -276,7 +276,11 @@ def OutlineLoopNests : Pass<"outline-loop-nests", "::mlir::ModuleOp"> {
     SCF-to-CF. Each top-level `affine.for`, `scf.for` or `scf.parallel`
     without results becomes a private function `@<function>_nest<N>` taking
     the values it uses from outside (constants are cloned in, so bounds stay
-    static) and a call in its place.
+    static) and a call in its place. A nest equal to one outlined before
+    (the same loops on the same types, as in each layer of a model) calls
+    that function instead: GPT-2 small's 12 layers share their nests. Where
+    every memref argument is static, the function is `llvm.bareptr`, so
+    each buffer crosses the call as one pointer, not a descriptor.
 
     Before:
     ```mlir
@@ -355,6 +359,66 @@ def SplitLongBlocks : Pass<"split-long-blocks", "::mlir::ModuleOp"> {
   let options = [
     Option<"ops", "ops", "int64_t", /*default=*/"256",
            "operations per block at most">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def BranchlessConditionalFrees
+    : Pass<"branchless-conditional-frees", "::mlir::ModuleOp"> {
+  let summary = "Free owned buffers through a select instead of a branch";
+  let description = [{
+    The ownership-based deallocation frees a buffer where the code owns it:
+    `llvm.cond_br %owned, ^free, ^next` with `^free` holding only
+    `llvm.call @free(%p)`. GPT-2 small's backward had 1,985 of them, and
+    the blocks they make cost LLVM's register allocator seconds of live
+    range splitting. Since `free(NULL)` does nothing, each becomes
+    `llvm.call @free(llvm.select %owned, %p, null)` and `^next` joins the
+    block when nothing else branches to it.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def WideInterfacesThroughMemory
+    : Pass<"wide-interfaces-through-memory", "::mlir::ModuleOp"> {
+  let summary = "Pass a function's many arguments and results through memory";
+  let description = [{
+    A step's glue functions (`@main`, `@forward`, `@backward`) take and
+    return every tensor of the step as a memref descriptor: GPT-2 small's
+    backward has 3,500 scalar arguments and returns an aggregate of as
+    many. As SSA values they are all live from entry to return, and LLVM's
+    instruction selection, scheduler and register allocator cost grows
+    faster than linearly in them: 30 of the JIT's 40 seconds went to these
+    three functions. Each `llvm.func` whose arguments or result exceed
+    `scalars` scalars gets its body moved into `@<name>_body(ptr, ptr)`,
+    which loads each argument from the first pointer's struct in each block
+    that uses it, and stores each field of its result into the second's
+    right after it is made (when it returns once). Each call stores its
+    operands right after they are made into a stack struct of its own and
+    loads result fields where they are used. A private function is then
+    erased; another public one keeps its signature as a call of its body.
+    The function named `entry` is rewritten in place, without such a
+    wrapper: spmd-run calls the step's entry as `void main(ptr arguments,
+    ptr results)`, with its former arguments (memref descriptors) and
+    result as arrays of 8-byte words (docs/module.md).
+
+    Before:
+    ```mlir
+    llvm.func @f(%a: i64, ..., %z: i64) -> !llvm.struct<(i64, ..., i64)>
+    ```
+    After:
+    ```mlir
+    llvm.func @f(%a: i64, ..., %z: i64) -> !llvm.struct<(i64, ..., i64)> {
+      // stores %a..%z to a stack struct, calls @f_body, loads the result
+    }
+    llvm.func internal @f_body(%arguments: !llvm.ptr, %results: !llvm.ptr)
+    ```
+  }];
+  let options = [
+    Option<"scalars", "scalars", "int64_t", /*default=*/"32",
+           "scalars in the arguments or the result above which a function "
+           "passes them through memory">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "the public function rewritten in place (spmd-run's entry)">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -7,10 +7,11 @@
 //
 //   void spmd_step_init(void);      the module's constructors (a CUDA
 //                                   module loads its kernels here)
-//   void spmd_step_main(void **);   the entry, packed: args[i] points at
-//                                   the i-th scalar argument, args[n] at
-//                                   the result (ExecutionEngine's
-//                                   invokePacked convention)
+//   void spmd_step_main(void **);   the entry, packed: args[0] and args[1]
+//                                   point at the entry's two pointers,
+//                                   to its arguments and its results
+//                                   (ExecutionEngine's invokePacked
+//                                   convention)
 //   void spmd_step_fini(void);      the module's destructors
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +22,10 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
+
+namespace llvm {
+class Module;
+} // namespace llvm
 
 namespace spmdc {
 
@@ -41,6 +46,14 @@ struct NativeCodeOptions {
   /// spmd-run's --opt-level).
   unsigned optLevel = 1;
 };
+
+/// Readies a step's LLVM IR for code generation, for the JIT and for
+/// --aot alike: each long function without loops (the glue between loop
+/// nests: allocations, descriptors, calls) is simplified by InstCombine and
+/// then compiled without optimization (`optnone`), which costs a fraction
+/// of the optimizing code generator's time on such code and nothing in the
+/// step; the loop nests keep the full code generator.
+void prepareGlueForCodegen(llvm::Module &module);
 
 /// Compiles `module` (LLVM dialect, possibly with gpu.binary ops) to an
 /// object; fails with a diagnostic on the module.

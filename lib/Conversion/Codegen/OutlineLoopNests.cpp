@@ -7,10 +7,12 @@
 
 #include "spmdc/Conversion/Passes.h"
 
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace spmdc {
 #define GEN_PASS_DEF_OUTLINELOOPNESTS
@@ -26,8 +28,50 @@ bool isLoopNest(Operation &op) {
          isa<affine::AffineForOp, scf::ForOp, scf::ParallelOp>(op);
 }
 
-/// Replaces `nest` with a call of a new private function `name` holding it.
-void outline(Operation *nest, StringRef name, SymbolTable &symbols) {
+/// The outlined functions by their text with a placeholder name: a nest
+/// equal to one outlined before (the same loops on the same types, as each
+/// layer of a transformer has) calls that function instead of a copy, so
+/// the conversions and the JIT see each distinct nest once.
+using OutlinedByText = llvm::StringMap<func::FuncOp>;
+
+constexpr llvm::StringLiteral kPlaceholder = "__outlined_nest";
+
+std::string textOf(func::FuncOp function) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  function->print(os, OpPrintingFlags().useLocalScope());
+  return text;
+}
+
+/// "reduce" when some store in `nest` leaves out a loop it is inside (it
+/// accumulates over that loop) or a loop carries values, else "map": the
+/// kind spmd-run's profile (bench/profile.py) reports the nest's time as.
+StringRef kindOf(Operation *nest) {
+  bool reduces = false;
+  nest->walk([&](Operation *op) {
+    if (isa<scf::ForOp, affine::AffineForOp>(op) && op->getNumResults() > 0)
+      reduces = true;
+    auto store = dyn_cast<affine::AffineWriteOpInterface>(op);
+    if (!store)
+      return;
+    SmallVector<Value> ivs;
+    for (Operation *loop = op->getParentOp(); loop; loop = loop->getParentOp()) {
+      if (auto affineFor = dyn_cast<affine::AffineForOp>(loop))
+        ivs.push_back(affineFor.getInductionVar());
+      if (loop == nest)
+        break;
+    }
+    for (Value iv : ivs)
+      if (!llvm::is_contained(store.getMapOperands(), iv))
+        reduces = true;
+  });
+  return reduces ? "reduce" : "map";
+}
+
+/// Replaces `nest` with a call of a private function holding it: one
+/// outlined before with the same text, or a new one named `name`.
+void outline(Operation *nest, StringRef name, SymbolTable &symbols,
+             OutlinedByText &outlined) {
   // What the nest uses from outside: its own operands (bounds) and values
   // its regions capture.
   SetVector<Value> used(nest->getOperands().begin(),
@@ -47,10 +91,17 @@ void outline(Operation *nest, StringRef name, SymbolTable &symbols) {
   OpBuilder b(module.getContext());
   b.setInsertionPointToEnd(module.getBody());
   auto function = func::FuncOp::create(
-      b, nest->getLoc(), name,
+      b, nest->getLoc(), kPlaceholder,
       b.getFunctionType(ValueRange(arguments).getTypes(), {}));
   function.setPrivate();
-  symbols.insert(function);
+  // Static memrefs cross the call as bare pointers (MLIR's `llvm.bareptr`)
+  // instead of descriptors of 3 + 2 x rank scalars: the nest knows their
+  // shapes, and the glue code that calls it shrinks several-fold.
+  if (llvm::all_of(function.getArgumentTypes(), [](Type type) {
+        auto memref = dyn_cast<MemRefType>(type);
+        return !memref || LLVMTypeConverter::canConvertToBarePtr(memref);
+      }))
+    function->setAttr("llvm.bareptr", UnitAttr::get(function.getContext()));
   Block *entry = function.addEntryBlock();
   b.setInsertionPointToStart(entry);
   IRMapping mapping;
@@ -59,6 +110,14 @@ void outline(Operation *nest, StringRef name, SymbolTable &symbols) {
     b.clone(*constant, mapping);
   b.clone(*nest, mapping);
   func::ReturnOp::create(b, nest->getLoc());
+  auto [known, isNew] = outlined.try_emplace(textOf(function), function);
+  if (isNew) {
+    function.setSymName(name);
+    symbols.insert(function);
+  } else {
+    function.erase();
+    function = known->second;
+  }
 
   b.setInsertionPoint(nest);
   func::CallOp::create(b, nest->getLoc(), function, arguments);
@@ -70,6 +129,7 @@ struct OutlineLoopNestsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
+    OutlinedByText outlined;
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     for (func::FuncOp function : functions) {
       if (function.isExternal())
@@ -81,8 +141,10 @@ struct OutlineLoopNestsPass
             nests.push_back(&op);
       for (auto [index, nest] : llvm::enumerate(nests))
         outline(nest,
-                (function.getSymName() + "_nest" + Twine(index)).str(),
-                symbols);
+                (function.getSymName() + "_nest" + Twine(index) + "_" +
+                 kindOf(nest))
+                    .str(),
+                symbols, outlined);
     }
   }
 };

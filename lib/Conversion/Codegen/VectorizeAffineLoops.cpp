@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Affine/Analysis/AffineAnalysis.h"
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Affine/Analysis/LoopAnalysis.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -144,6 +145,31 @@ bool shorterThan(affine::AffineForOp loop, int64_t lanes) {
   return trips && *trips < static_cast<uint64_t>(lanes);
 }
 
+/// True if the 1-D `transfer` on its memref's last dim reads or writes
+/// whole vectors only: its index there is a constant, or the induction
+/// variable of a loop stepping by the vector's length from a constant to a
+/// constant that many vectors later, and the last vector ends within the
+/// dim. The vectorizer leaves every transfer possibly out of bounds, which
+/// lowers to masked loads and stores with a mask computed per iteration.
+bool wholeVectorsOnly(VectorTransferOpInterface transfer) {
+  auto memref = dyn_cast<MemRefType>(transfer.getShapedType());
+  VectorType vector = transfer.getVectorType();
+  if (!memref || !memref.hasStaticShape() || vector.getRank() != 1 ||
+      !transfer.getPermutationMap().isMinorIdentity())
+    return false;
+  int64_t lanes = vector.getDimSize(0);
+  int64_t size = memref.getShape().back();
+  Value index = transfer.getIndices().back();
+  if (std::optional<int64_t> c = getConstantIntValue(index))
+    return *c >= 0 && *c + lanes <= size;
+  affine::AffineForOp loop = affine::getForInductionVarOwner(index);
+  if (!loop || !loop.hasConstantBounds() || loop.getStepAsInt() != lanes)
+    return false;
+  int64_t lower = loop.getConstantLowerBound();
+  int64_t upper = loop.getConstantUpperBound();
+  return lower >= 0 && (upper - lower) % lanes == 0 && upper <= size;
+}
+
 struct VectorizeAffineLoopsPass
     : spmdc::impl::VectorizeAffineLoopsBase<VectorizeAffineLoopsPass> {
   using VectorizeAffineLoopsBase::VectorizeAffineLoopsBase;
@@ -182,6 +208,11 @@ struct VectorizeAffineLoopsPass
     // vectorized (the pass's test-fastest-varying=0).
     affine::vectorizeAffineLoops(getOperation(), candidates, {lanes}, {0},
                                  reductionLoops);
+    getOperation().walk([](VectorTransferOpInterface transfer) {
+      if (wholeVectorsOnly(transfer))
+        transfer->setAttr(transfer.getInBoundsAttrName(),
+                          Builder(transfer->getContext()).getBoolArrayAttr({true}));
+    });
   }
 };
 

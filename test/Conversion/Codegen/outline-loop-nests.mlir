@@ -1,21 +1,23 @@
 // RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s
+// RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s --check-prefix=SHARED
+// RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s --check-prefix=REDUCE
 
 // Each top-level loop nest moves into a function of its own; the values it
 // uses from outside become arguments, constants are cloned in.
 
 // CHECK-LABEL: func.func @step
 // CHECK-SAME:    (%[[A:.*]]: memref<64xf32>, %[[B:.*]]: memref<64xf32>, %[[S:.*]]: f32)
-// CHECK:         call @step_nest0(%[[A]], %[[S]], %[[B]]) : (memref<64xf32>, f32, memref<64xf32>) -> ()
+// CHECK:         call @step_nest0_map(%[[A]], %[[S]], %[[B]]) : (memref<64xf32>, f32, memref<64xf32>) -> ()
 // CHECK-NEXT:    %[[V:.*]] = memref.load %[[B]]
-// CHECK-NEXT:    call @step_nest1(%[[V]], %[[B]]) : (f32, memref<64xf32>) -> ()
+// CHECK-NEXT:    call @step_nest1_map(%[[V]], %[[B]]) : (f32, memref<64xf32>) -> ()
 // CHECK-NEXT:    return %[[V]]
-// CHECK:       func.func private @step_nest0(%[[X:.*]]: memref<64xf32>, %[[F:.*]]: f32, %[[Y:.*]]: memref<64xf32>)
+// CHECK:       func.func private @step_nest0_map(%[[X:.*]]: memref<64xf32>, %[[F:.*]]: f32, %[[Y:.*]]: memref<64xf32>)
 // CHECK:         %[[C0:.*]] = arith.constant 0 : index
 // CHECK:         affine.for %[[I:.*]] = 0 to 64
 // CHECK:           affine.load %[[X]][%[[I]]]
 // CHECK:           arith.mulf %{{.*}}, %[[F]]
 // CHECK:         return
-// CHECK:       func.func private @step_nest1(
+// CHECK:       func.func private @step_nest1_map(
 // CHECK:         scf.for
 func.func @step(%a: memref<64xf32>, %b: memref<64xf32>, %s: f32) -> f32 {
   %c0 = arith.constant 0 : index
@@ -33,4 +35,45 @@ func.func @step(%a: memref<64xf32>, %b: memref<64xf32>, %s: f32) -> f32 {
     memref.store %v, %b[%i] : memref<64xf32>
   }
   return %v : f32
+}
+
+// Two nests equal but for the buffers they get (the same loops on the same
+// types, as in each layer of a model) share one function; static memrefs
+// cross its calls as bare pointers.
+
+// SHARED-LABEL: func.func @layers
+// SHARED:        call @layers_nest0_map(%arg0, %arg1)
+// SHARED-NEXT:   call @layers_nest0_map(%arg1, %arg2)
+// SHARED-NEXT:   return
+// SHARED:      func.func private @layers_nest0_map(%{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>) attributes {llvm.bareptr}
+// SHARED-NOT:  func.func private @layers_nest1
+func.func @layers(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) {
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    %y = arith.addf %x, %x : f32
+    affine.store %y, %b[%i] : memref<8xf32>
+  }
+  affine.for %i = 0 to 8 {
+    %x = affine.load %b[%i] : memref<8xf32>
+    %y = arith.addf %x, %x : f32
+    affine.store %y, %c[%i] : memref<8xf32>
+  }
+  return
+}
+
+// A nest whose store leaves out a loop it is in accumulates over it: its
+// name says "reduce" (spmd-run's profile counts its time as a reduction).
+
+// REDUCE-LABEL: func.func @sum
+// REDUCE:         call @sum_nest0_reduce(%arg0, %arg1)
+func.func @sum(%a: memref<8x4xf32>, %s: memref<8xf32>) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 4 {
+      %x = affine.load %a[%i, %j] : memref<8x4xf32>
+      %acc = affine.load %s[%i] : memref<8xf32>
+      %y = arith.addf %x, %acc : f32
+      affine.store %y, %s[%i] : memref<8xf32>
+    }
+  }
+  return
 }

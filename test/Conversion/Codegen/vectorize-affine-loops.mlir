@@ -6,18 +6,36 @@
 // SIZE: vectorize-affine-loops: vector-size must be at least 2, not 1
 
 // A parallel loop over identity layouts is vectorized along its innermost
-// (contiguous) dim.
+// (contiguous) dim. Its 64 elements are whole vectors, so the transfers
+// are in bounds (plain loads and stores, not masked ones); the 60 of
+// @partial end in a part of one and stay possibly out of bounds.
 
 // CHECK-LABEL: func.func @identity
 // CHECK: affine.for %{{.*}} = 0 to 64 step 8
-// CHECK: vector.transfer_read
+// CHECK: vector.transfer_read {{.*}} {in_bounds = [true]}
 // CHECK: arith.addf {{.*}} : vector<8xf32>
-// CHECK: vector.transfer_write
+// CHECK: vector.transfer_write {{.*}} {in_bounds = [true]}
 func.func @identity(%a: memref<64xf32>, %b: memref<64xf32>) {
   affine.for %i = 0 to 64 {
     %x = affine.load %a[%i] : memref<64xf32>
     %y = arith.addf %x, %x : f32
     affine.store %y, %b[%i] : memref<64xf32>
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @partial
+// CHECK: affine.for %{{.*}} = 0 to 60 step 8
+// CHECK: vector.transfer_read
+// CHECK-NOT: in_bounds
+// CHECK: vector.transfer_write
+// CHECK-NOT: in_bounds
+// CHECK: return
+func.func @partial(%a: memref<60xf32>, %b: memref<60xf32>) {
+  affine.for %i = 0 to 60 {
+    %x = affine.load %a[%i] : memref<60xf32>
+    %y = arith.addf %x, %x : f32
+    affine.store %y, %b[%i] : memref<60xf32>
   }
   return
 }

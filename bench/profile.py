@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Where a compiled step's time goes, per kind of work.
+
+    python3 bench/profile.py [--build build] [--config medium] [--steps K]
+                             [--ranks 1|2]
+
+Compiles the GPT-2 shaped config with spmdc (AdamW; 2 ranks: ddp), then
+samples two runs of spmd-run with `perf record` (SPMD_RUN_PERF=1 names the
+JIT-compiled functions): one of 1 step and one of 1 + K. Their difference
+is K steady steps (the JIT and the inputs, the same in both, cancel out).
+Each sample is charged by the function it fell in:
+
+  GEMM          OpenBLAS and spmd_matmul_* (the model's matmuls, attention's
+                included)
+  elementwise   loop nests that store at every point of their loops
+                (`*_nest<N>_map`: elementwise math, copies, transposes,
+                gathers; the optimizer's update is one)
+  reductions    loop nests that accumulate (`*_nest<N>_reduce`: sums, max,
+                softmax and layer-norm statistics)
+  collectives   spmd_collective_* and MPI
+  memory        malloc/free/memcpy and the kernel (fresh pages)
+  glue          the straight-line code between nests (main, forward_body,
+                backward_body)
+  other         the rest (the JIT's own time, in both runs, is left out)
+
+and printed as ms per step (per rank), its share of the step, and for GEMM
+the fraction of the one-core SGEMM ceiling (numpy's OpenBLAS) its FLOPs
+reach. A benchmark, not a test; needs `perf` (Debian: linux-perf).
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import peers  # noqa: E402  (configs, FLOPs, the SGEMM ceiling)
+import make_examples  # noqa: E402  (on the path peers sets)
+
+KINDS = ("GEMM", "elementwise", "reductions", "collectives", "memory", "glue",
+         "other")
+GLUE = re.compile(r"^(main|\w+_body)$")
+
+
+def kind_of(symbol, dso):
+    # The JIT compiles in the first step of both runs: not a step's work
+    # (what is left of it after the difference is noise).
+    if re.search(r"lib(LLVM|MLIR)", dso):
+        return None
+    if re.search(r"_nest\d+_map", symbol):
+        return "elementwise"
+    if re.search(r"_nest\d+_reduce", symbol):
+        return "reductions"
+    if "openblas" in dso or symbol.startswith(("spmd_matmul", "sgemm", "dgemm")):
+        return "GEMM"
+    if (symbol.startswith(("spmd_collective", "MPI_", "ompi_", "mca_", "opal_"))
+            or re.search(r"lib(mpi|open-pal|open-rte|ucp|ucs|uct)", dso)):
+        return "collectives"
+    if GLUE.match(symbol):
+        return "glue"
+    if dso.startswith("[kernel") or re.match(
+            r"^(_int_malloc|_int_free|malloc|free|cfree|__memmove|__memset|"
+            r"memcpy|memset|malloc_consolidate|memrefCopy|unlink_chunk)",
+            symbol):
+        return "memory"
+    return "other"
+
+
+def samples_by_kind(perf_data, tmp):
+    """Samples per kind in a perf.data file, after perf inject --jit."""
+    injected = os.path.join(tmp, "injected.data")
+    subprocess.run(["perf", "inject", "--jit", "-i", perf_data, "-o",
+                    injected], check=True, stderr=subprocess.DEVNULL)
+    report = subprocess.run(
+        ["perf", "report", "-i", injected, "--stdio", "--no-children",
+         "--sort", "dso,sym", "-F", "sample,dso,sym", "-g", "none"],
+        check=True, capture_output=True, text=True).stdout
+    counts, functions = collections.Counter(), collections.Counter()
+    for line in report.splitlines():
+        m = re.match(r"\s*(\d+)\s+(\S+)\s+\[[.k]\]\s+(\S+)", line)
+        kind = m and kind_of(m.group(3), m.group(2))
+        if kind:
+            counts[kind] += int(m.group(1))
+            functions[m.group(3)] += int(m.group(1))
+    return counts, functions
+
+
+def sgemm_ceiling():
+    """One-core SGEMM GFLOP/s (numpy's OpenBLAS on one thread)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    code = ("import sys; sys.path.insert(0, %r); import peers; "
+            "print(peers.child_ceilings()['sgemm numpy'])" % HERE)
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(HERE),
+                                                    "build"))
+    ap.add_argument("--config", default="medium", choices=list(peers.CONFIGS))
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--ranks", type=int, default=1, choices=(1, 2))
+    ap.add_argument("--frequency", type=int, default=997)
+    ap.add_argument("--top", type=int, default=12,
+                    help="functions to list by their time")
+    args = ap.parse_args()
+    if not shutil.which("perf"):
+        sys.exit("profile.py: needs perf (Debian: apt-get install linux-perf)")
+    cfg = peers.CONFIGS[args.config]
+    steps = args.steps or peers.STEPS[args.config]
+    tmp = tempfile.mkdtemp(prefix="spmdc-profile-")
+    graph = os.path.join(tmp, "graph.json")
+    with open(graph, "w") as f:
+        f.write(make_examples.to_json(
+            make_examples.make_gpt2_mini(**cfg).document()))
+    module = os.path.join(tmp, "step.mod")
+    cmd = [os.path.join(args.build, "bin", "spmdc"), graph, "-o", module,
+           "--optimizer", "adamw"]
+    if args.ranks == 2:
+        spec = os.path.join(tmp, "ddp.json")
+        with open(spec, "w") as f:
+            json.dump({"version": 1, "mesh": {"axes": ["dp"], "shape": [2]},
+                       "presets": {"dp": "ddp"}}, f)
+        cmd += ["--shard-spec", spec]
+    subprocess.run(cmd, check=True)
+
+    counts, functions, step_ms = {}, {}, []
+    env = dict(os.environ, SPMD_RUN_PERF="1", SPMDC_CACHE_DIR="off")
+    for label, n in (("short", 1), ("long", 1 + steps)):
+        data = os.path.join(tmp, f"{label}.data")
+        run = ["perf", "record", "-q", "-k", "1", "-F", str(args.frequency),
+               "-o", data, "--", os.path.join(args.build, "bin", "spmd-run"),
+               module, "--nranks", str(args.ranks), "--steps", str(n),
+               "--log-level", "info"]
+        done = subprocess.run(run, check=True, env=env, cwd=tmp,
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+        if label == "long":
+            step_ms = sorted(float(m.group(2)) for m in
+                             peers.STEP_LINE.finditer(done.stderr)
+                             if m.group(1) != "1")
+        counts[label], functions[label] = samples_by_kind(data, tmp)
+
+    flops, _ = peers.model_flops(cfg)
+    sgemm = sgemm_ceiling()
+    per_step = {k: max(0, counts["long"][k] - counts["short"][k]) /
+                args.frequency / steps / args.ranks * 1e3 for k in KINDS}
+    total = sum(per_step.values())
+    print(f"{args.config}, {args.ranks} rank(s), {steps} steps profiled; "
+          f"one-core SGEMM ceiling {sgemm:.1f} GFLOP/s")
+    print(f"{'kind':<14}{'ms/step':>10}{'share':>8}  of ceiling")
+    for k in KINDS:
+        note = ""
+        if k == "GEMM" and per_step[k] > 0:
+            gflops = flops / args.ranks / (per_step[k] / 1e3) / 1e9
+            note = f"  {gflops:.1f} GFLOP/s, {gflops / sgemm:.0%} of SGEMM"
+        print(f"{k:<14}{per_step[k]:>10.2f}{per_step[k] / total:>8.0%}{note}")
+    median = step_ms[len(step_ms) // 2] if step_ms else float("nan")
+    print(f"{'total':<14}{total:>10.2f}   (spmd-run's median step "
+          f"{median:.2f} ms)")
+    print("\nthe functions that take most (ms/step):")
+    top = collections.Counter({
+        f: functions["long"][f] - functions["short"][f]
+        for f in functions["long"]})
+    for f, n in top.most_common(args.top):
+        print(f"  {n / args.frequency / steps / args.ranks * 1e3:8.2f}  "
+              f"{kind_of(f, ''):<12} {f}")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
