@@ -703,11 +703,15 @@ int main(int argc, char **argv) {
       if (!inputs.build(logicalInfo, {offsets.begin(), offsets.end()},
                         {sizes.begin(), sizes.end()}, block, errorMessage))
         return fail(errorMessage);
-      // An f32 argument holds f32 values, whatever the file or init gave.
-      if (!options.f64)
+      // An f32 argument holds f32 values, whatever the file or init gave. A
+      // compiled module's store into its buffers rounds the same way (a
+      // cast), except through f32 for bf16, so only those are rounded here.
+      Type element = argInfos[i].type.getElementType();
+      bool roundedByStore =
+          moduleFile && !element.isF16() && !element.isBF16();
+      if (!options.f64 && !roundedByStore)
         for (double &v : block.data)
-          v = spmdc::interp::roundToElementType(
-              v, argInfos[i].type.getElementType());
+          v = spmdc::interp::roundToElementType(v, element);
     }
   }
 

@@ -45,7 +45,7 @@ std::string textOf(func::FuncOp function) {
 
 /// "reduce" when some store in `nest` leaves out a loop it is inside (it
 /// accumulates over that loop) or a loop carries values, else "map": the
-/// kind spmd-run's profile (bench/profile.py) reports the nest's time as.
+/// kind bench/step_profile.py charges the nest's time to.
 StringRef kindOf(Operation *nest) {
   bool reduces = false;
   nest->walk([&](Operation *op) {

@@ -154,8 +154,12 @@ bool shorterThan(affine::AffineForOp loop, int64_t lanes) {
 bool wholeVectorsOnly(VectorTransferOpInterface transfer) {
   auto memref = dyn_cast<MemRefType>(transfer.getShapedType());
   VectorType vector = transfer.getVectorType();
+  // An i1 buffer holds a byte per element, but an in-bounds vector<8xi1>
+  // load reads 8 bits of one byte: only the masked form (which LLVM
+  // scalarizes) reads i1 elements right.
   if (!memref || !memref.hasStaticShape() || vector.getRank() != 1 ||
-      !transfer.getPermutationMap().isMinorIdentity())
+      !transfer.getPermutationMap().isMinorIdentity() ||
+      vector.getElementTypeBitWidth() % 8 != 0)
     return false;
   int64_t lanes = vector.getDimSize(0);
   int64_t size = memref.getShape().back();

@@ -40,6 +40,22 @@ func.func @partial(%a: memref<60xf32>, %b: memref<60xf32>) {
   return
 }
 
+// i1 buffers hold a byte per element, which an in-bounds vector<8xi1> load
+// would read as 8 bits of one byte: their transfers stay masked.
+
+// CHECK-LABEL: func.func @bools
+// CHECK: vector.transfer_read
+// CHECK-NOT: in_bounds
+// CHECK: return
+func.func @bools(%a: memref<64xi1>, %b: memref<64xi1>) {
+  affine.for %i = 0 to 64 {
+    %x = affine.load %a[%i] : memref<64xi1>
+    %y = arith.xori %x, %x : i1
+    affine.store %y, %b[%i] : memref<64xi1>
+  }
+  return
+}
+
 // -----
 
 // A loop that reads a strided slice stays scalar, and no diagnostic is

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a compiled step's time goes, per kind of work.
 
-    python3 bench/profile.py [--build build] [--config medium] [--steps K]
+    python3 bench/step_profile.py [--build build] [--config medium] [--steps K]
                              [--ranks 1|2]
 
 Compiles the GPT-2 shaped config with spmdc (AdamW; 2 ranks: ddp), then
@@ -112,7 +112,7 @@ def main():
                     help="functions to list by their time")
     args = ap.parse_args()
     if not shutil.which("perf"):
-        sys.exit("profile.py: needs perf (Debian: apt-get install linux-perf)")
+        sys.exit("step_profile.py: needs perf (Debian: apt-get install linux-perf)")
     cfg = peers.CONFIGS[args.config]
     steps = args.steps or peers.STEPS[args.config]
     tmp = tempfile.mkdtemp(prefix="spmdc-profile-")
