@@ -195,28 +195,23 @@ struct WideInterfacesThroughMemoryPass
     auto resultStruct = dyn_cast<LLVM::LLVMStructType>(resultType);
     for (LLVM::ReturnOp r : returns) {
       OpBuilder rb(r);
-      if (hasResult) {
-        Value value = r.getArg();
-        auto fields = resultStruct && returns.size() == 1
-                          ? insertedFields(value)
-                          : std::nullopt;
-        if (fields) {
-          for (auto [position, field] : *fields)
-            storeWhereDefined(field,
-                              fieldAddress(rb, r.getLoc(), resultsBase,
-                                           resultStruct, position),
-                              r);
-        } else {
-          LLVM::StoreOp::create(rb, r.getLoc(), value, resultsBase);
-        }
-        LLVM::ReturnOp::create(rb, r.getLoc(), ValueRange());
-        r.erase();
-        if (fields)
-          eraseDeadChain(value);
-      } else {
-        LLVM::ReturnOp::create(rb, r.getLoc(), ValueRange());
-        r.erase();
+      Value value = hasResult ? r.getArg() : Value();
+      std::optional<SmallVector<std::pair<int64_t, Value>>> fields;
+      if (value && resultStruct && returns.size() == 1)
+        fields = insertedFields(value);
+      if (fields) {
+        for (auto [position, field] : *fields)
+          storeWhereDefined(field,
+                            fieldAddress(rb, r.getLoc(), resultsBase,
+                                         resultStruct, position),
+                            r);
+      } else if (value) {
+        LLVM::StoreOp::create(rb, r.getLoc(), value, resultsBase);
       }
+      LLVM::ReturnOp::create(rb, r.getLoc(), ValueRange());
+      r.erase();
+      if (fields)
+        eraseDeadChain(value);
     }
 
     if (inPlace)
