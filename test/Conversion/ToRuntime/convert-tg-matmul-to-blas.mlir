@@ -51,9 +51,6 @@
 // CHECK:         call @spmd_matmul_f32(%[[T1]], %[[T2]],
 // CHECK:         tg.reshape %{{.*}} : tensor<1x16x8xf32> to tensor<16x8xf32>
 // CHECK-NOT:     tg.transpose
-// CHECK-DAG: func.func private @spmd_matmul_f32(i32, i32, memref<*xf32>, memref<*xf32>, memref<*xf32>)
-// CHECK-DAG: func.func private @spmd_matmul_f64(i32, i32, memref<*xf64>, memref<*xf64>, memref<*xf64>)
-// CHECK-DAG: func.func private @spmd_matmul_bf16(i32, i32, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>)
 func.func @matmuls(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>, %x: tensor<3x5xf64>, %y: tensor<5x2xf64>, %i: tensor<2x3xf16>, %j: tensor<3x2xf16>) -> (tensor<2x4x16xf32>, tensor<3x2xf64>, tensor<2x2xf16>) {
   %c = tg.matmul %a, %b : tensor<2x4x8xf32>, tensor<8x16xf32>
   %z = tg.matmul %x, %y : tensor<3x5xf64>, tensor<5x2xf64>
@@ -92,3 +89,59 @@ func.func @batch_of_one(%a: tensor<1x8x4xf32>, %g: tensor<1x4x16xf32>) -> tensor
   %t = tg.transpose %r perm [1, 0] : tensor<8x16xf32>
   return %t : tensor<16x8xf32>
 }
+
+// A weight's gradient summed over the batch it is shared by is one GEMM
+// contracting over (batch, k): the activation [4, 64, 128] and the output
+// gradient [4, 64, 512] are read in place as [256, 128] and [256, 512], and
+// the transposed result is the product of the transposed operands.
+// CHECK-LABEL: func.func @summed_over_batch
+// CHECK-NOT:     tg.sum
+// CHECK-DAG:     %[[X:.*]] = tg.reshape %arg0 : tensor<4x64x128xf32> to tensor<256x128xf32>
+// CHECK-DAG:     %[[G:.*]] = tg.reshape %arg1 : tensor<4x64x512xf32> to tensor<256x512xf32>
+// CHECK:         %[[T:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:    %[[N:.*]] = arith.constant 0 : i32
+// CHECK:         %[[C:.*]] = memref.alloc() : memref<512x128xf32>
+// CHECK:         call @spmd_matmul_f32(%[[T]], %[[N]],
+// CHECK-NOT:     tg.transpose
+// CHECK-NOT:     tg.sum
+func.func @summed_over_batch(%x: tensor<4x64x128xf32>, %g: tensor<4x64x512xf32>) -> tensor<512x128xf32> {
+  %xt = tg.transpose %x perm [0, 2, 1] : tensor<4x64x128xf32>
+  %p = tg.matmul %xt, %g : tensor<4x128x64xf32>, tensor<4x64x512xf32>
+  %s = tg.sum %p dims [0] keepdim : tensor<4x128x512xf32>
+  %r = tg.reshape %s : tensor<1x128x512xf32> to tensor<128x512xf32>
+  %t = tg.transpose %r perm [1, 0] : tensor<128x512xf32>
+  return %t : tensor<512x128xf32>
+}
+
+// A kept batch dim stays a batch of the GEMM; the summed one moves next to
+// k (a copy of each operand, smaller than the [2, 3, 8, 16] products).
+// CHECK-LABEL: func.func @summed_inner_batch
+// CHECK:         %[[A:.*]] = tg.transpose %arg0 perm [1, 0, 3, 2] : tensor<2x3x8x5xf32>
+// CHECK-NEXT:    tg.reshape %[[A]] : tensor<3x2x5x8xf32> to tensor<3x10x8xf32>
+// CHECK-NEXT:    %[[B:.*]] = tg.transpose %arg1 perm [1, 0, 2, 3] : tensor<2x3x5x16xf32>
+// CHECK-NEXT:    tg.reshape %[[B]] : tensor<3x2x5x16xf32> to tensor<3x10x16xf32>
+// CHECK:         memref.alloc() : memref<3x8x16xf32>
+// CHECK:         call @spmd_matmul_f32(
+// CHECK-NOT:     tg.sum
+func.func @summed_inner_batch(%a: tensor<2x3x8x5xf32>, %b: tensor<2x3x5x16xf32>) -> tensor<3x8x16xf32> {
+  %p = tg.matmul %a, %b : tensor<2x3x8x5xf32>, tensor<2x3x5x16xf32>
+  %s = tg.sum %p dims [0] : tensor<2x3x8x16xf32>
+  return %s : tensor<3x8x16xf32>
+}
+
+// A dim that only one operand carries (broadcast) is not a contraction; a
+// product whose copies would outweigh it (n = 1) stays batched.
+// CHECK-LABEL: func.func @not_contracted
+// CHECK-COUNT-2: tg.sum
+func.func @not_contracted(%a: tensor<4x8x5xf32>, %b: tensor<1x5x6xf32>, %c: tensor<4x5x8xf32>, %d: tensor<4x8x1xf32>) -> (tensor<8x6xf32>, tensor<5x1xf32>) {
+  %p = tg.matmul %a, %b : tensor<4x8x5xf32>, tensor<1x5x6xf32>
+  %s = tg.sum %p dims [0] : tensor<4x8x6xf32>
+  %q = tg.matmul %c, %d : tensor<4x5x8xf32>, tensor<4x8x1xf32>
+  %t = tg.sum %q dims [0] : tensor<4x5x1xf32>
+  return %s, %t : tensor<8x6xf32>, tensor<5x1xf32>
+}
+
+// The runtime GEMMs, declared once.
+// CHECK-DAG: func.func private @spmd_matmul_f32(i32, i32, memref<*xf32>, memref<*xf32>, memref<*xf32>)
+// CHECK-DAG: func.func private @spmd_matmul_f64(i32, i32, memref<*xf64>, memref<*xf64>, memref<*xf64>)
+// CHECK-DAG: func.func private @spmd_matmul_bf16(i32, i32, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>)
