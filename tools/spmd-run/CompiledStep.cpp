@@ -282,7 +282,7 @@ static Function nativeFunction(llvm::orc::LLJIT &jit, const char *name,
   return address->toPtr<Function>();
 }
 
-std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
+std::unique_ptr<CompiledStep> CompiledStep::open(const ModuleFile &file,
                                                  MLIRContext &context,
                                                  const Options &options,
                                                  std::string &error) {
@@ -317,6 +317,13 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
     if (!step->cuda)
       return nullptr;
   }
+  step->context = &context;
+  step->options = options;
+  step->arguments.resize(file.arguments.size());
+  return step;
+}
+
+bool CompiledStep::compile(std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   // Native code (spmdc --aot) is linked, not compiled, where the CPU can
@@ -324,21 +331,21 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   if (!file.native.empty()) {
     std::string mismatch = nativeMismatch(file);
     if (mismatch.empty()) {
-      step->native = linkNative(file.native, step->cuda.get(), error);
-      if (!step->native)
-        return nullptr;
+      native = linkNative(file.native, cuda.get(), error);
+      if (!native)
+        return false;
       using Init = void (*)();
-      auto init = nativeFunction<Init>(*step->native, "spmd_step_init", error);
-      step->nativeMain = nativeFunction<void (*)(void **)>(
-          *step->native, "spmd_step_main", error);
-      step->nativeFini =
-          nativeFunction<Init>(*step->native, "spmd_step_fini", error);
-      if (!init || !step->nativeMain || !step->nativeFini)
-        return nullptr;
+      auto init = nativeFunction<Init>(*native, "spmd_step_init", error);
+      nativeMain = nativeFunction<void (*)(void **)>(
+          *native, "spmd_step_main", error);
+      nativeFini =
+          nativeFunction<Init>(*native, "spmd_step_fini", error);
+      if (!init || !nativeMain || !nativeFini)
+        return false;
       // The module's constructors: a CUDA module loads its kernels.
       init();
       spdlog::info("running the module's native code ({})", file.nativeCpu);
-      return step;
+      return true;
     }
     spdlog::info("compiling the module's program: its native code does not "
                  "run here ({})",
@@ -350,25 +357,25 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
     if (auto object = llvm::MemoryBuffer::getFile(cache)) {
       std::string linkError;
       auto jit =
-          linkNative((*object)->getBuffer(), step->cuda.get(), linkError);
+          linkNative((*object)->getBuffer(), cuda.get(), linkError);
       if (jit) {
-        step->nativeMain = nativeFunction<void (*)(void **)>(
+        nativeMain = nativeFunction<void (*)(void **)>(
             *jit, ("_mlir_" + file.entry).c_str(), linkError);
-        llvm::Error init = step->nativeMain
+        llvm::Error init = nativeMain
                                ? jit->initialize(jit->getMainJITDylib())
                                : llvm::Error::success();
-        if (step->nativeMain && !init) {
-          step->native = std::move(jit);
+        if (nativeMain && !init) {
+          native = std::move(jit);
           spdlog::info("running native code cached in {}", cache);
-          return step;
+          return true;
         }
         if (init)
           linkError = llvm::toString(std::move(init));
-        step->nativeMain = nullptr;
+        nativeMain = nullptr;
       }
       spdlog::warn("ignoring the native-code cache {}: {}", cache, linkError);
     }
-    step->cacheFile = cache;
+    cacheFile = cache;
   }
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
@@ -377,15 +384,15 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   registerGPUDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
   gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
-  context.appendDialectRegistry(registry);
+  context->appendDialectRegistry(registry);
   OwningOpRef<ModuleOp> program =
-      parseSourceString<ModuleOp>(file.program, &context);
+      parseSourceString<ModuleOp>(file.program, context);
   if (!program) {
     error = "the module's program does not parse";
-    return nullptr;
+    return false;
   }
   ExecutionEngineOptions engineOptions;
-  engineOptions.enableObjectDump = !step->cacheFile.empty();
+  engineOptions.enableObjectDump = !cacheFile.empty();
   // Level 1 optimises in instruction selection and scheduling only: the
   // loops are already vectorized, and LLVM's IR pipeline would cost the JIT
   // 4x the time for a sixth off a step (gpt2 medium). 2 and 3 add it.
@@ -408,29 +415,29 @@ std::unique_ptr<CompiledStep> CompiledStep::load(const ModuleFile &file,
   if (!machineBuilder) {
     error = "cannot target this host: " +
             llvm::toString(machineBuilder.takeError());
-    return nullptr;
+    return false;
   }
   machineBuilder->setCodeGenOptLevel(
       static_cast<llvm::CodeGenOptLevel>(options.optLevel));
   auto machine = machineBuilder->createTargetMachine();
   if (!machine) {
     error = "cannot target this host: " + llvm::toString(machine.takeError());
-    return nullptr;
+    return false;
   }
-  auto engine =
+  auto created =
       ExecutionEngine::create(*program, engineOptions, std::move(*machine));
-  if (!engine) {
+  if (!created) {
     error = "cannot compile the module's program: " +
-            llvm::toString(engine.takeError());
-    return nullptr;
+            llvm::toString(created.takeError());
+    return false;
   }
-  step->engine = std::move(*engine);
-  const CudaRuntimeLibrary *cuda = step->cuda.get();
-  step->engine->registerSymbols([cuda](llvm::orc::MangleAndInterner interner) {
-    return runtimeSymbols(cuda,
+  engine = std::move(*created);
+  const CudaRuntimeLibrary *runtime = cuda.get();
+  engine->registerSymbols([runtime](llvm::orc::MangleAndInterner interner) {
+    return runtimeSymbols(runtime,
                           [&](const char *name) { return interner(name); });
   });
-  return step;
+  return true;
 }
 
 std::string CompiledStep::device() const {
@@ -461,11 +468,8 @@ CompiledStep::~CompiledStep() {
 void CompiledStep::keepResident(
     const std::vector<std::pair<size_t, size_t>> &resultToArgument) {
   residentFrom.assign(file.results.size(), std::nullopt);
-  resident.assign(file.arguments.size(), false);
-  for (auto [r, a] : resultToArgument) {
+  for (auto [r, a] : resultToArgument)
     residentFrom[r] = a;
-    resident[a] = true;
-  }
 }
 
 interp::Tensor CompiledStep::argument(size_t index) const {
@@ -475,28 +479,28 @@ interp::Tensor CompiledStep::argument(size_t index) const {
   return t;
 }
 
-bool CompiledStep::run(const std::vector<interp::Tensor> &args,
-                       std::vector<interp::Tensor> &results,
+void CompiledStep::stage(size_t index, const interp::Tensor &value) {
+  Buffer &buffer = arguments[index];
+  if (!buffer.allocated) {
+    auto *block = static_cast<char *>(
+        allocate(value.data.size() * rt::dtypeSize(argumentTypes[index])));
+    buffer = {block, block};
+  }
+  storeElements(argumentTypes[index], value.data, buffer.aligned);
+}
+
+bool CompiledStep::run(std::vector<interp::Tensor> &results,
                        std::string &error) {
-  // Arguments: buffers of their dtype (host memory, or CUDA managed
-  // memory), passed as descriptors and kept from step to step. Resident
-  // ones are written from `args` once; afterwards they are the buffers the
-  // previous step returned.
-  bool first = arguments.empty();
-  if (first)
-    for (auto [arg, dtype] : llvm::zip(args, argumentTypes)) {
-      auto *buffer =
-          static_cast<char *>(allocate(arg.data.size() * rt::dtypeSize(dtype)));
-      arguments.push_back({buffer, buffer});
-    }
   // The entry is `void main(ptr arguments, ptr results)` (spmdc's
   // --wide-interfaces-through-memory): its arguments one array of the
   // descriptors' 8-byte fields, its results one struct of descriptors.
   std::vector<int64_t> argumentWords;
-  for (size_t a = 0; a < args.size(); ++a) {
+  for (size_t a = 0; a < arguments.size(); ++a) {
     const ModuleValue &value = file.arguments[a];
-    if (first || a >= resident.size() || !resident[a])
-      storeElements(argumentTypes[a], args[a].data, arguments[a].aligned);
+    if (!arguments[a].allocated) {
+      error = "argument '" + value.name + "' was never given a value";
+      return false;
+    }
     Descriptor d(arguments[a].allocated, arguments[a].aligned, value.shape);
     argumentWords.insert(argumentWords.end(), d.fields.begin(),
                          d.fields.end());

@@ -44,28 +44,36 @@ public:
     bool multiRank = false;
   };
 
-  /// JIT-compiles `file`'s program (a cpu or cuda module); null with
-  /// `error` set on failure.
-  static std::unique_ptr<CompiledStep> load(const ModuleFile &file,
+  /// Opens `file`'s program (a cpu or cuda module) without compiling it,
+  /// so its arguments can be staged first; null with `error` set.
+  static std::unique_ptr<CompiledStep> open(const ModuleFile &file,
                                             mlir::MLIRContext &context,
                                             const Options &options,
                                             std::string &error);
   ~CompiledStep();
 
+  /// Writes argument `index` into the step's buffer of its dtype (the first
+  /// call allocates it), so no copy of the input is kept beside it. An
+  /// argument keeps its value from step to step until staged again.
+  void stage(size_t index, const interp::Tensor &value);
+
+  /// Links the module's native code (spmdc --aot, or an earlier run's from
+  /// the cache) or JIT-compiles its program; false with `error` set.
+  bool compile(std::string &error);
+
   /// Results that are the next step's arguments (result index, argument
   /// index: parameters, optimizer state) stay in the step's own buffers:
-  /// after the first step they are neither converted nor written from
-  /// `args` again, and their tensors in `results` come back empty; read
-  /// them with argument().
+  /// they are neither converted nor staged again, and their tensors in
+  /// `results` come back empty; read them with argument().
   void keepResident(
       const std::vector<std::pair<size_t, size_t>> &resultToArgument);
 
   /// The current value of argument `index` (after the last step).
   interp::Tensor argument(size_t index) const;
 
-  /// Runs one step; false with `error` set on failure.
-  bool run(const std::vector<interp::Tensor> &args,
-           std::vector<interp::Tensor> &results, std::string &error);
+  /// Runs one step on the staged and resident arguments; false with `error`
+  /// set on failure.
+  bool run(std::vector<interp::Tensor> &results, std::string &error);
 
   /// What runs the step, for logs: "cpu" or the GPU's name.
   std::string device() const;
@@ -76,6 +84,8 @@ private:
   void release(void *buffer) const;
 
   ModuleFile file;
+  mlir::MLIRContext *context = nullptr;
+  Options options;
   /// Each argument's and result's dtype, resolved once.
   std::vector<rt::DType> argumentTypes, resultTypes;
   /// The step's argument buffers, kept from step to step.
@@ -84,7 +94,6 @@ private:
     char *aligned = nullptr;   // where the data starts
   };
   std::vector<Buffer> arguments;
-  std::vector<bool> resident;
   std::vector<std::optional<size_t>> residentFrom;
   /// Declared before the engine, so the engine (whose static destructors
   /// unload kernel modules) goes first.

@@ -582,7 +582,7 @@ int main(int argc, char **argv) {
       return fail(errorMessage);
     runStep = [&](const RankValues &args) -> FailureOr<RankValues> {
       RankValues results(1);
-      if (!compiled->run(args[0], results[0], errorMessage)) {
+      if (!compiled->run(results[0], errorMessage)) {
         spdlog::error("{}", errorMessage);
         return failure();
       }
@@ -662,6 +662,28 @@ int main(int argc, char **argv) {
   if (!options.saveOutputs.empty() && options.steps == 0)
     return fail("--save-outputs needs at least one step");
 
+  // A compiled module: opened first, so each input goes straight into the
+  // step's buffer of its dtype.
+  if (moduleFile) {
+#ifdef SPMDC_HAVE_MPI
+    if (underMpi)
+      spmd_rt_init(nullptr, nullptr, static_cast<int32_t>(mesh.shape.size()),
+                   mesh.shape.data());
+#endif
+    spmdc::CompiledStep::Options load;
+    load.optLevel = options.optLevel;
+    load.multiRank = underMpi;
+    const char *localSize = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    load.gemmThreads =
+        spmdc::gemmThreads(options, localSize ? std::atoi(localSize) : 1);
+    if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+      load.localRank = std::atoi(local);
+    compiled = spmdc::CompiledStep::open(*moduleFile, context, load,
+                                          errorMessage);
+    if (!compiled)
+      return fail(options.input + ": " + errorMessage);
+  }
+
   // Each local rank's block of each input, read or generated on its own.
   InputBuilder inputs(options);
   if (!inputs.openFiles(errorMessage))
@@ -712,6 +734,10 @@ int main(int argc, char **argv) {
       if (!options.f64 && !roundedByStore)
         for (double &v : block.data)
           v = spmdc::interp::roundToElementType(v, element);
+      if (compiled) {
+        compiled->stage(i, block);
+        std::vector<double>().swap(block.data);
+      }
     }
   }
 
@@ -737,24 +763,10 @@ int main(int argc, char **argv) {
       }
   }
 
-  // A compiled module: started and JIT-compiled once inputs are known good.
-  if (moduleFile) {
-#ifdef SPMDC_HAVE_MPI
-    if (underMpi)
-      spmd_rt_init(nullptr, nullptr, static_cast<int32_t>(mesh.shape.size()),
-                   mesh.shape.data());
-#endif
-    spmdc::CompiledStep::Options load;
-    load.optLevel = options.optLevel;
-    load.multiRank = underMpi;
-    const char *localSize = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    load.gemmThreads =
-        spmdc::gemmThreads(options, localSize ? std::atoi(localSize) : 1);
-    if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
-      load.localRank = std::atoi(local);
-    compiled = spmdc::CompiledStep::load(*moduleFile, context, load,
-                                          errorMessage);
-    if (!compiled)
+  // A compiled module: compiled (or its native code linked) once its inputs
+  // are known good.
+  if (compiled) {
+    if (!compiled->compile(errorMessage))
       return fail(options.input + ": " + errorMessage);
     spdlog::info("running on {}", compiled->device());
     compiled->keepResident(feedback);
@@ -832,7 +844,8 @@ int main(int argc, char **argv) {
         args[k][a] = compiled ? Tensor() : (*results)[k][r];
     lastOutputs = std::move(*results);
   }
-  if (compiled && options.steps > 0)
+  // Parameters and state to save, read back from the step's buffers.
+  if (compiled && !options.saveParams.empty())
     for (auto [r, a] : feedback)
       args[0][a] = compiled->argument(a);
 
