@@ -78,7 +78,7 @@ static constexpr const char *kHostToLLVM =
     "bufferization-lower-deallocations,cse,canonicalize,"
     "convert-bufferization-to-memref,lower-affine,convert-vector-to-scf,"
     "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-    "finalize-memref-to-llvm,func.func(convert-vector-to-llvm),"
+    "finalize-memref-to-llvm{use-aligned-alloc},func.func(convert-vector-to-llvm),"
     "convert-math-to-llvm,"
     "convert-to-llvm,reconcile-unrealized-casts,branchless-conditional-frees,"
     "wide-interfaces-through-memory{entry=main},split-long-blocks";

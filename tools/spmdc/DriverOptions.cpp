@@ -66,6 +66,9 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
                  "for a torch.export model that returns logits: the loss to "
                  "append, against a new int64 'labels' input")
       ->check(CLI::IsMember({"cross_entropy"}));
+  app.add_flag("--verify-each", options.verifyEach,
+               "verify the IR after every pass, not only after each group of "
+               "stages (slower; for debugging a pass)");
   app.add_option("--log-level", options.logLevel, "log level (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
 

@@ -37,6 +37,7 @@ struct DriverOptions {
   std::string report;
   std::string loss;
   std::string logLevel = "warn";
+  bool verifyEach = false;
   /// Arguments for llvm::cl, argv[0] first.
   std::vector<std::string> mlirArgs;
 };
