@@ -12,20 +12,28 @@ Each sample is charged by the function it fell in:
 
   GEMM          OpenBLAS and spmd_matmul_* (the model's matmuls, attention's
                 included)
-  elementwise   loop nests that store at every point of their loops
+  attention     the loop nests of attention and its gradient, but for its
+                GEMMs (`*_nest<N>_attention_*`: scaling, masking, softmax)
+  optimizer     the optimizer's update (`*_nest<N>_optimizer_*`)
+  elementwise   other loop nests that store at every point of their loops
                 (`*_nest<N>_map`: elementwise math, copies, transposes,
-                gathers; the optimizer's update is one)
-  reductions    loop nests that accumulate (`*_nest<N>_reduce`: sums, max,
-                softmax and layer-norm statistics)
+                gathers)
+  reductions    other loop nests that accumulate (`*_nest<N>_reduce`: sums,
+                max, softmax and layer-norm statistics)
   collectives   spmd_collective_* and MPI
   memory        malloc/free/memcpy and the kernel (fresh pages)
   glue          the straight-line code between nests (main, forward_body,
                 backward_body)
   other         the rest (the JIT's own time, in both runs, is left out)
 
-and printed as ms per step (per rank), its share of the step, and for GEMM
-the fraction of the one-core SGEMM ceiling (numpy's OpenBLAS) its FLOPs
-reach. A benchmark, not a test; needs `perf` (Debian: linux-perf).
+and printed as ms per step (per rank), its share of the step, and the
+fraction of the relevant ceiling: for GEMM the one-core SGEMM ceiling
+(numpy's OpenBLAS) its FLOPs reach; for the optimizer the memory bandwidth
+(one core's copy GB/s) that AdamW's 7 floats per parameter (read p, g, m,
+v; write p, m, v) reach. Setup, the time before the first step (inputs
+built, native code linked from the cache or JIT-compiled), is printed
+apart: it is paid once, not per step. A benchmark, not a test; needs
+`perf` (Debian: linux-perf).
 """
 import argparse
 import collections
@@ -36,14 +44,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import peers  # noqa: E402  (configs, FLOPs, the SGEMM ceiling)
 import make_examples  # noqa: E402  (on the path peers sets)
 
-KINDS = ("GEMM", "elementwise", "reductions", "collectives", "memory", "glue",
-         "other")
+KINDS = ("GEMM", "attention", "optimizer", "elementwise", "reductions",
+         "collectives", "memory", "glue", "other")
 GLUE = re.compile(r"^(main|\w+_body)$")
 
 
@@ -52,6 +61,9 @@ def kind_of(symbol, dso):
     # (what is left of it after the difference is noise).
     if re.search(r"lib(LLVM|MLIR)", dso):
         return None
+    work = re.search(r"_nest\d+_(attention|optimizer)_", symbol)
+    if work:
+        return work.group(1)
     if re.search(r"_nest\d+_map", symbol):
         return "elementwise"
     if re.search(r"_nest\d+_reduce", symbol):
@@ -90,14 +102,16 @@ def samples_by_kind(perf_data, tmp):
     return counts, functions
 
 
-def sgemm_ceiling():
-    """One-core SGEMM GFLOP/s (numpy's OpenBLAS on one thread)."""
+def ceilings():
+    """One core's SGEMM GFLOP/s (numpy's OpenBLAS on one thread) and copy
+    GB/s."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    code = ("import sys; sys.path.insert(0, %r); import peers; "
-            "print(peers.child_ceilings()['sgemm numpy'])" % HERE)
+    code = ("import sys, json; sys.path.insert(0, %r); import peers; "
+            "print(json.dumps(peers.child_ceilings()))" % HERE)
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
                          capture_output=True, text=True).stdout
-    return float(out.split()[-1])
+    measured = json.loads(out.splitlines()[-1])
+    return measured["sgemm numpy"], measured["copy GB/s"]
 
 
 def main():
@@ -132,8 +146,10 @@ def main():
     subprocess.run(cmd, check=True)
 
     counts, functions, step_ms = {}, {}, []
+    setup_s = float("nan")
     env = dict(os.environ, SPMD_RUN_PERF="1", SPMDC_CACHE_DIR="off")
     for label, n in (("short", 1), ("long", 1 + steps)):
+        started = time.perf_counter()
         data = os.path.join(tmp, f"{label}.data")
         run = ["perf", "record", "-q", "-k", "1", "-F", str(args.frequency),
                "-o", data, "--", os.path.join(args.build, "bin", "spmd-run"),
@@ -142,29 +158,39 @@ def main():
         done = subprocess.run(run, check=True, env=env, cwd=tmp,
                               stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
-        if label == "long":
-            step_ms = sorted(float(m.group(2)) for m in
-                             peers.STEP_LINE.finditer(done.stderr)
-                             if m.group(1) != "1")
+        steps_ms = {m.group(1): float(m.group(2))
+                    for m in peers.STEP_LINE.finditer(done.stderr)}
+        if label == "short":
+            setup_s = time.perf_counter() - started - steps_ms["1"] / 1e3
+        else:
+            step_ms = sorted(ms for step, ms in steps_ms.items()
+                             if step != "1")
         counts[label], functions[label] = samples_by_kind(data, tmp)
 
-    flops, _ = peers.model_flops(cfg)
-    sgemm = sgemm_ceiling()
+    flops, params = peers.model_flops(cfg)
+    sgemm, copy_gbs = ceilings()
     per_step = {k: max(0, counts["long"][k] - counts["short"][k]) /
                 args.frequency / steps / args.ranks * 1e3 for k in KINDS}
     total = sum(per_step.values())
     print(f"{args.config}, {args.ranks} rank(s), {steps} steps profiled; "
-          f"one-core SGEMM ceiling {sgemm:.1f} GFLOP/s")
+          f"one core's ceilings: SGEMM {sgemm:.1f} GFLOP/s, copy "
+          f"{copy_gbs:.1f} GB/s")
     print(f"{'kind':<14}{'ms/step':>10}{'share':>8}  of ceiling")
     for k in KINDS:
         note = ""
         if k == "GEMM" and per_step[k] > 0:
             gflops = flops / args.ranks / (per_step[k] / 1e3) / 1e9
             note = f"  {gflops:.1f} GFLOP/s, {gflops / sgemm:.0%} of SGEMM"
+        if k == "optimizer" and per_step[k] > 0:
+            # AdamW: p, g, m, v read and p, m, v written, 4 bytes each.
+            gbs = 7 * 4 * params / args.ranks / (per_step[k] / 1e3) / 1e9
+            note = f"  {gbs:.1f} GB/s, {gbs / copy_gbs:.0%} of copy"
         print(f"{k:<14}{per_step[k]:>10.2f}{per_step[k] / total:>8.0%}{note}")
     median = step_ms[len(step_ms) // 2] if step_ms else float("nan")
     print(f"{'total':<14}{total:>10.2f}   (spmd-run's median step "
           f"{median:.2f} ms)")
+    print(f"{'setup':<14}{setup_s * 1e3:>10.2f}   once, before the first "
+          f"step: inputs built, the JIT (no cache), perf's own start")
     print("\nthe functions that take most (ms/step):")
     top = collections.Counter({
         f: functions["long"][f] - functions["short"][f]

@@ -280,11 +280,16 @@ def OutlineLoopNests : Pass<"outline-loop-nests", "::mlir::ModuleOp"> {
     size (SCF-to-CF splits a block per loop; LLVM's instruction scheduler
     works on huge blocks): GPT-2 small spent 3 of its 10 compile seconds in
     SCF-to-CF. Each top-level `affine.for`, `scf.for` or `scf.parallel`
-    without results becomes a private function `@<function>_nest<N>` taking
-    the values it uses from outside (constants are cloned in, so bounds stay
-    static) and a call in its place. A nest equal to one outlined before
-    (the same loops on the same types, as in each layer of a model) calls
-    that function instead: GPT-2 small's 12 layers share their nests. Where
+    without results becomes a private function `@<function>_nest<N>_<kind>`
+    taking the values it uses from outside (constants are cloned in, so
+    bounds stay static) and a call in its place. The kind, for profiles, is
+    `reduce` where the nest accumulates (a store leaves out a loop it is in,
+    or a loop carries values), else `map`, after `attention_` or
+    `optimizer_` where a location in the nest names that work (a `NameLoc`
+    from the attention decomposition or the optimizer pass). A nest equal to
+    one of the same kind outlined before (the same loops on the same types,
+    as in each layer of a model) calls that function instead: GPT-2 small's
+    12 layers share their nests. Where
     every memref argument is static, the function is `llvm.bareptr`, so
     each buffer crosses the call as one pointer, not a descriptor.
 
@@ -297,9 +302,9 @@ def OutlineLoopNests : Pass<"outline-loop-nests", "::mlir::ModuleOp"> {
     After:
     ```mlir
     func.func @forward(%a: memref<64xf32>) {
-      call @forward_nest0(%a) : (memref<64xf32>) -> ()
+      call @forward_nest0_map(%a) : (memref<64xf32>) -> ()
     }
-    func.func private @forward_nest0(%a: memref<64xf32>) {
+    func.func private @forward_nest0_map(%a: memref<64xf32>) {
       affine.for %i = 0 to 64 { ... %a ... }
       return
     }

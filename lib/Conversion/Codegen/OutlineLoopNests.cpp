@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Conversion/Passes.h"
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -28,10 +29,10 @@ bool isLoopNest(Operation &op) {
          isa<affine::AffineForOp, scf::ForOp, scf::ParallelOp>(op);
 }
 
-/// The outlined functions by their text with a placeholder name: a nest
-/// equal to one outlined before (the same loops on the same types, as each
-/// layer of a transformer has) calls that function instead of a copy, so
-/// the conversions and the JIT see each distinct nest once.
+/// The outlined functions by their kind and their text with a placeholder
+/// name: a nest equal to one outlined before (the same loops on the same
+/// types, as each layer of a transformer has) calls that function instead
+/// of a copy, so the conversions and the JIT see each distinct nest once.
 using OutlinedByText = llvm::StringMap<func::FuncOp>;
 
 constexpr llvm::StringLiteral kPlaceholder = "__outlined_nest";
@@ -41,6 +42,23 @@ std::string textOf(func::FuncOp function) {
   llvm::raw_string_ostream os(text);
   function->print(os, OpPrintingFlags().useLocalScope());
   return text;
+}
+
+/// The kind of work `nest` does where a location in it names one
+/// (spmdc::tg::workLoc: attention, the optimizer), for its name.
+std::optional<StringRef> workOf(Operation *nest) {
+  std::optional<StringRef> work;
+  nest->walk([&](Operation *op) {
+    op->getLoc()->walk([&](Location loc) {
+      auto named = dyn_cast<NameLoc>(loc);
+      if (named && llvm::is_contained({spmdc::tg::kAttentionWork, spmdc::tg::kOptimizerWork},
+                                      named.getName().getValue()))
+        work = named.getName().getValue();
+      return work ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    return work ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return work;
 }
 
 /// "reduce" when some store in `nest` leaves out a loop it is inside (it
@@ -70,8 +88,11 @@ StringRef kindOf(Operation *nest) {
 
 /// Replaces `nest` with a call of a private function holding it: one
 /// outlined before with the same text, or a new one named `name`.
-void outline(Operation *nest, StringRef name, SymbolTable &symbols,
-             OutlinedByText &outlined) {
+/// Moves `nest` into a function named `name` ending in `kind` (the work
+/// it does: map, reduce, attention_map, ...), or calls the equal function
+/// of that kind outlined before.
+void outline(Operation *nest, StringRef name, StringRef kind,
+             SymbolTable &symbols, OutlinedByText &outlined) {
   // What the nest uses from outside: its own operands (bounds) and values
   // its regions capture.
   SetVector<Value> used(nest->getOperands().begin(),
@@ -110,7 +131,8 @@ void outline(Operation *nest, StringRef name, SymbolTable &symbols,
     b.clone(*constant, mapping);
   b.clone(*nest, mapping);
   func::ReturnOp::create(b, nest->getLoc());
-  auto [known, isNew] = outlined.try_emplace(textOf(function), function);
+  auto [known, isNew] =
+      outlined.try_emplace((kind + "\n" + textOf(function)).str(), function);
   if (isNew) {
     function.setSymName(name);
     symbols.insert(function);
@@ -139,12 +161,14 @@ struct OutlineLoopNestsPass
         for (Operation &op : block)
           if (isLoopNest(op))
             nests.push_back(&op);
-      for (auto [index, nest] : llvm::enumerate(nests))
-        outline(nest,
-                (function.getSymName() + "_nest" + Twine(index) + "_" +
-                 kindOf(nest))
-                    .str(),
-                symbols, outlined);
+      for (auto [index, nest] : llvm::enumerate(nests)) {
+        std::string kind = kindOf(nest).str();
+        if (std::optional<StringRef> work = workOf(nest))
+          kind = (*work + "_" + kind).str();
+        std::string name =
+            (function.getSymName() + "_nest" + Twine(index) + "_" + kind).str();
+        outline(nest, name, kind, symbols, outlined);
+      }
     }
   }
 };

@@ -1,6 +1,7 @@
 // RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s
 // RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s --check-prefix=SHARED
 // RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s --check-prefix=REDUCE
+// RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s --check-prefix=WORK
 
 // Each top-level loop nest moves into a function of its own; the values it
 // uses from outside become arguments, constants are cloned in.
@@ -74,6 +75,32 @@ func.func @sum(%a: memref<8x4xf32>, %s: memref<8xf32>) {
       %y = arith.addf %x, %acc : f32
       affine.store %y, %s[%i] : memref<8xf32>
     }
+  }
+  return
+}
+
+// A nest whose ops are located as attention's or the optimizer's
+// (tg::workLoc) says so in its name, before its map or reduce.
+// WORK-LABEL: func.func @named_work
+// WORK:         call @named_work_nest0_attention_reduce(
+// WORK:         call @named_work_nest1_optimizer_map(
+// WORK:         call @named_work_nest2_map(
+func.func @named_work(%a: memref<8xf32>, %b: memref<8xf32>, %s: memref<f32>) {
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    %t = affine.load %s[] : memref<f32>
+    %m = arith.maximumf %x, %t : f32
+    affine.store %m, %s[] : memref<f32>
+  } loc("attention"("model.py":3:4))
+  affine.for %i = 0 to 8 {
+    %x = affine.load %a[%i] : memref<8xf32>
+    %y = arith.negf %x : f32 loc("optimizer"("model.py":9:1))
+    affine.store %y, %b[%i] : memref<8xf32>
+  }
+  affine.for %i = 0 to 8 {
+    %x = affine.load %b[%i] : memref<8xf32>
+    %y = arith.negf %x : f32 loc("other"("model.py":9:1))
+    affine.store %y, %a[%i] : memref<8xf32>
   }
   return
 }

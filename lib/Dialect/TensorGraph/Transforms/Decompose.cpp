@@ -40,7 +40,7 @@ struct Decomposition : OpRewritePattern<OpT> {
   using OpRewritePattern<OpT>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpT op,
                                 PatternRewriter &rewriter) const final {
-    Math m{{rewriter, op.getLoc()}};
+    Math m{{rewriter, locationOf(op)}};
     FailureOr<Value> result = decompose(op, m);
     if (failed(result))
       return failure();
@@ -48,6 +48,8 @@ struct Decomposition : OpRewritePattern<OpT> {
     return success();
   }
   virtual FailureOr<Value> decompose(OpT op, Math &m) const = 0;
+  /// The location of the ops `op` decomposes into.
+  virtual Location locationOf(OpT op) const { return op.getLoc(); }
 };
 
 struct DecomposeMean : Decomposition<MeanOp> {
@@ -168,6 +170,11 @@ struct DecomposeCrossEntropy : Decomposition<CrossEntropyOp> {
 
 struct DecomposeAttention : Decomposition<ScaledDotProductAttentionOp> {
   using Decomposition::Decomposition;
+  /// Named as attention's, so the loop nests of attention (and of its
+  /// gradient, which autodiff places at the same locations) say so.
+  Location locationOf(ScaledDotProductAttentionOp op) const override {
+    return workLoc(kAttentionWork, op.getLoc());
+  }
   FailureOr<Value> decompose(ScaledDotProductAttentionOp op,
                              Math &m) const override {
     Value q = op.getQuery(), k = op.getKey(), v = op.getValue();

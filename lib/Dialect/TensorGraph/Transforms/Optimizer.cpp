@@ -145,7 +145,7 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
   /// which makes the first step buf = g as in PyTorch); p -= lr buf.
   Value sgd(func::FuncOp fn, StringRef name, Value p, Value g) {
     OpBuilder b(fn.getBody().front().getTerminator());
-    GraphMath m{b, p.getLoc()};
+    GraphMath m{b, workLoc(kOptimizerWork, p.getLoc())};
     if (weightDecay != 0.0)
       g = m.add(g, m.mul(p, m.scalar(p, weightDecay)));
     if (momentum != 0.0) {
@@ -165,7 +165,7 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     Value v = addState(fn, (name + ".exp_avg_sq").str(), typeOf(p));
     size_t vIndex = stateResults.size() - 1;
     OpBuilder b(fn.getBody().front().getTerminator());
-    Location loc = p.getLoc();
+    Location loc = workLoc(kOptimizerWork, p.getLoc());
     GraphMath x{b, loc};
     auto toParamType = [&](Value s) -> Value {
       Type el = typeOf(p).getElementType();

@@ -21,6 +21,19 @@ inline mlir::RankedTensorType typeOf(mlir::Value v) {
 }
 
 /// A rank-0 `tg.full` of `elementType`: broadcasts against any tensor.
+/// The kinds of work a location can name (a NameLoc around it), for the
+/// names of the loop nests that do it and the profile that reads them:
+/// attention's ops (the decomposed tg.scaled_dot_product_attention and their
+/// gradients) and the optimizer's update.
+inline constexpr llvm::StringLiteral kAttentionWork = "attention";
+inline constexpr llvm::StringLiteral kOptimizerWork = "optimizer";
+
+/// `loc` named as doing `work` (one of the kinds above).
+inline mlir::Location workLoc(llvm::StringRef work, mlir::Location loc) {
+  return mlir::NameLoc::get(mlir::StringAttr::get(loc->getContext(), work),
+                            loc);
+}
+
 mlir::Value buildScalar(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::Type elementType, double value);
 
