@@ -182,8 +182,9 @@ def main():
             gflops = flops / args.ranks / (per_step[k] / 1e3) / 1e9
             note = f"  {gflops:.1f} GFLOP/s, {gflops / sgemm:.0%} of SGEMM"
         if k == "optimizer" and per_step[k] > 0:
-            # AdamW: p, g, m, v read and p, m, v written, 4 bytes each.
-            gbs = 7 * 4 * params / args.ranks / (per_step[k] / 1e3) / 1e9
+            # AdamW: p, g, m, v read and p, m, v written, 4 bytes each, of
+            # every parameter on every rank (ddp replicates the update).
+            gbs = 7 * 4 * params / (per_step[k] / 1e3) / 1e9
             note = f"  {gbs:.1f} GB/s, {gbs / copy_gbs:.0%} of copy"
         print(f"{k:<14}{per_step[k]:>10.2f}{per_step[k] / total:>8.0%}{note}")
     median = step_ms[len(step_ms) // 2] if step_ms else float("nan")
