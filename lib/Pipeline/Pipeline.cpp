@@ -51,10 +51,9 @@ llvm::StringRef stageName(Stage stage) {
 /// then linalg on tensors, elementwise fusion and one-shot bufferization
 /// across the step's functions, with identity layouts at their boundaries,
 /// its constant globals then named in a fixed order. Buffers keep malloc's
-/// own alignment (16 bytes; the vectorized loops' loads and stores need 4):
-/// aligning each to 64 cost GPT-2 small a third of its compile in pointer
-/// arithmetic around ~1,900 mallocs, or with aligned_alloc 7% of medium's
-/// step in glibc's memalign.
+/// own alignment (16 bytes; the vectorized loops' loads and stores need 4),
+/// which spares the pointer arithmetic 64-byte alignment puts around each
+/// malloc (~1,900 of them in GPT-2 small's step).
 static constexpr const char *kToBuffers =
     "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
     "convert-tg-to-linalg,fuse-elementwise,"
