@@ -7,8 +7,8 @@
 #include "spmdc/Runtime/MemRefCopy.h"
 #include "spmdc/Runtime/SafeTensors.h"
 #ifdef SPMDC_HAVE_MPI
-#include "spmdc/Runtime/Collectives.h"
 #include "spmdc/Pipeline/NativeCode.h"
+#include "spmdc/Runtime/Collectives.h"
 #endif
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -336,10 +336,9 @@ bool CompiledStep::compile(std::string &error) {
         return false;
       using Init = void (*)();
       auto init = nativeFunction<Init>(*native, "spmd_step_init", error);
-      nativeMain = nativeFunction<void (*)(void **)>(
-          *native, "spmd_step_main", error);
-      nativeFini =
-          nativeFunction<Init>(*native, "spmd_step_fini", error);
+      nativeMain =
+          nativeFunction<void (*)(void **)>(*native, "spmd_step_main", error);
+      nativeFini = nativeFunction<Init>(*native, "spmd_step_fini", error);
       if (!init || !nativeMain || !nativeFini)
         return false;
       // The module's constructors: a CUDA module loads its kernels.
@@ -356,14 +355,12 @@ bool CompiledStep::compile(std::string &error) {
   if (!cache.empty()) {
     if (auto object = llvm::MemoryBuffer::getFile(cache)) {
       std::string linkError;
-      auto jit =
-          linkNative((*object)->getBuffer(), cuda.get(), linkError);
+      auto jit = linkNative((*object)->getBuffer(), cuda.get(), linkError);
       if (jit) {
         nativeMain = nativeFunction<void (*)(void **)>(
             *jit, ("_mlir_" + file.entry).c_str(), linkError);
-        llvm::Error init = nativeMain
-                               ? jit->initialize(jit->getMainJITDylib())
-                               : llvm::Error::success();
+        llvm::Error init = nativeMain ? jit->initialize(jit->getMainJITDylib())
+                                      : llvm::Error::success();
         if (nativeMain && !init) {
           native = std::move(jit);
           spdlog::info("running native code cached in {}", cache);
@@ -398,10 +395,12 @@ bool CompiledStep::compile(std::string &error) {
   // 4x the time for a sixth off a step (gpt2 medium). 2 and 3 add it.
   unsigned irLevel = options.optLevel >= 2 ? options.optLevel : 0;
   auto optimize = makeOptimizingTransformer(irLevel, 0, nullptr);
-  engineOptions.transformer = [optimize](llvm::Module *module) {
+  // engineOptions holds a function_ref: the lambda lives until create().
+  auto transform = [&optimize](llvm::Module *module) {
     prepareGlueForCodegen(*module);
     return optimize(module);
   };
+  engineOptions.transformer = transform;
   engineOptions.jitCodeGenOptLevel =
       static_cast<llvm::CodeGenOptLevel>(options.optLevel);
   // SPMD_RUN_PERF=1: tell `perf` the JIT-compiled functions' names.
@@ -502,8 +501,7 @@ bool CompiledStep::run(std::vector<interp::Tensor> &results,
       return false;
     }
     Descriptor d(arguments[a].allocated, arguments[a].aligned, value.shape);
-    argumentWords.insert(argumentWords.end(), d.fields.begin(),
-                         d.fields.end());
+    argumentWords.insert(argumentWords.end(), d.fields.begin(), d.fields.end());
   }
   size_t resultFields = 0;
   for (const ModuleValue &r : file.results)

@@ -51,8 +51,9 @@ std::optional<StringRef> workOf(Operation *nest) {
   nest->walk([&](Operation *op) {
     op->getLoc()->walk([&](Location loc) {
       auto named = dyn_cast<NameLoc>(loc);
-      if (named && llvm::is_contained({spmdc::tg::kAttentionWork, spmdc::tg::kOptimizerWork},
-                                      named.getName().getValue()))
+      if (named && llvm::is_contained(
+                       {spmdc::tg::kAttentionWork, spmdc::tg::kOptimizerWork},
+                       named.getName().getValue()))
         work = named.getName().getValue();
       return work ? WalkResult::interrupt() : WalkResult::advance();
     });
@@ -73,7 +74,8 @@ StringRef kindOf(Operation *nest) {
     if (!store)
       return;
     SmallVector<Value> ivs;
-    for (Operation *loop = op->getParentOp(); loop; loop = loop->getParentOp()) {
+    for (Operation *loop = op->getParentOp(); loop;
+         loop = loop->getParentOp()) {
       if (auto affineFor = dyn_cast<affine::AffineForOp>(loop))
         ivs.push_back(affineFor.getInductionVar());
       if (loop == nest)
@@ -86,17 +88,14 @@ StringRef kindOf(Operation *nest) {
   return reduces ? "reduce" : "map";
 }
 
-/// Replaces `nest` with a call of a private function holding it: one
+/// Replaces `nest` with a call of a private function holding it: one of
+/// the same `kind` (the work it does: map, reduce, attention_map, ...)
 /// outlined before with the same text, or a new one named `name`.
-/// Moves `nest` into a function named `name` ending in `kind` (the work
-/// it does: map, reduce, attention_map, ...), or calls the equal function
-/// of that kind outlined before.
 void outline(Operation *nest, StringRef name, StringRef kind,
              SymbolTable &symbols, OutlinedByText &outlined) {
   // What the nest uses from outside: its own operands (bounds) and values
   // its regions capture.
-  SetVector<Value> used(nest->getOperands().begin(),
-                        nest->getOperands().end());
+  SetVector<Value> used(nest->getOperands().begin(), nest->getOperands().end());
   getUsedValuesDefinedAbove(nest->getRegions(), used);
   SmallVector<Value> arguments;
   SmallVector<Operation *> constants;

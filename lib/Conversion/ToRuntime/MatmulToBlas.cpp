@@ -117,7 +117,8 @@ void contractSummedBatchDims(ModuleOp module) {
     // Only batch dims both operands carry contract; a broadcast one would
     // sum one operand alone.
     if (summed.empty() || llvm::any_of(summed, [&](int64_t d) {
-          return d >= rank - 2 || lhsType.getDimSize(d) != rhsType.getDimSize(d);
+          return d >= rank - 2 ||
+                 lhsType.getDimSize(d) != rhsType.getDimSize(d);
         }))
       continue;
     // Dims in the order [kept batch..., summed..., k, m|n].
@@ -148,16 +149,15 @@ void contractSummedBatchDims(ModuleOp module) {
       for (int64_t size : type.getShape().slice(kept, summed.size() + 1))
         contracted *= size;
       shape.append({contracted, type.getDimSize(rank - 1)});
-      return tg::reshapeTo(
-          b, loc, inOrder,
-          RankedTensorType::get(shape, type.getElementType()));
+      return tg::reshapeTo(b, loc, inOrder,
+                           RankedTensorType::get(shape, type.getElementType()));
     };
     // A as [..., k, m]: the activation under its transpose, or A permuted
     // with its last two dims swapped.
     SmallVector<int64_t> lhsOrder(order);
     std::swap(lhsOrder[rank - 2], lhsOrder[rank - 1]);
-    Value lhsByK = lhsTransposed ? grouped(lhsSource, order)
-                                 : grouped(lhs, lhsOrder);
+    Value lhsByK =
+        lhsTransposed ? grouped(lhsSource, order) : grouped(lhs, lhsOrder);
     Value product = tg::MatmulOp::create(
         b, loc, tg::transposeLastTwo(b, loc, lhsByK), grouped(rhs, order));
     // A reshape of the sum reshapes the product instead.
@@ -245,10 +245,9 @@ struct ConvertTgMatmulToBlasPass
       auto flag = [&](bool set) -> Value {
         return arith::ConstantIntOp::create(b, op.getLoc(), set ? 1 : 0, 32);
       };
-      Value result =
-          emitRuntimeCall(b, op.getLoc(), callee,
-                          {flag(transposeLhs), flag(transposeRhs)},
-                          {lhs, rhs}, type);
+      Value result = emitRuntimeCall(b, op.getLoc(), callee,
+                                     {flag(transposeLhs), flag(transposeRhs)},
+                                     {lhs, rhs}, type);
       Operation *lhsDef = op.getLhs().getDefiningOp();
       Operation *rhsDef = op.getRhs().getDefiningOp();
       op.getResult().replaceAllUsesWith(result);

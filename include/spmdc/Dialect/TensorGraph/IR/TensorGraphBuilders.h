@@ -20,7 +20,6 @@ inline mlir::RankedTensorType typeOf(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
 }
 
-/// A rank-0 `tg.full` of `elementType`: broadcasts against any tensor.
 /// The kinds of work a location can name (a NameLoc around it), for the
 /// names of the loop nests that do it and the profile that reads them:
 /// attention's ops (the decomposed tg.scaled_dot_product_attention and their
@@ -34,6 +33,7 @@ inline mlir::Location workLoc(llvm::StringRef work, mlir::Location loc) {
                             loc);
 }
 
+/// A rank-0 `tg.full` of `elementType`: broadcasts against any tensor.
 mlir::Value buildScalar(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::Type elementType, double value);
 
