@@ -329,7 +329,7 @@ Mapping binary(bool hasAlpha = false) {
 }
 
 /// Comparisons in the wider of the operands' types.
-Mapping comparison(StringRef predicate) {
+Mapping comparison(tg::ComparePredicate predicate) {
   return [predicate](Node &n) -> LogicalResult {
     std::optional<Value> self = n.optionalTensor("self");
     if (!self)
@@ -352,7 +352,7 @@ Mapping comparison(StringRef predicate) {
 Value toBool(Node &n, Value x) {
   if (tg::typeOf(x).getElementType().isInteger(1))
     return x;
-  return n.math().compare("ne", x, n.math().scalar(x, 0.0));
+  return n.math().compare(tg::ComparePredicate::ne, x, n.math().scalar(x, 0.0));
 }
 
 /// Dims of a reduction: an empty or absent list means all of them.
@@ -954,7 +954,7 @@ FailureOr<Value> advancedIndex(Node &n, Value x, ArrayRef<Value> entries) {
   for (int64_t i = indices.size() - 1; i >= 0; --i) {
     int64_t size = type.getDimSize(indexedDims[i]);
     Value idx = n.cast(indices[i], n.b.getI64Type());
-    idx = m.select(m.compare("lt", idx, m.scalar(idx, 0)),
+    idx = m.select(m.compare(tg::ComparePredicate::lt, idx, m.scalar(idx, 0)),
                    m.add(idx, m.scalar(idx, size)), idx);
     if (rows != 1)
       idx = m.mul(idx, m.scalar(idx, rows));
@@ -1091,7 +1091,7 @@ Value log(tg::GraphMath &m, Value x) {
 LogicalResult leakyRelu(Node &n) {
   TRY(slope, n.number("negative_slope", 0.01));
   return elementwise(n, [&](tg::GraphMath &m, Value x) {
-    return m.select(m.compare("gt", x, m.scalar(x, 0.0)), x,
+    return m.select(m.compare(tg::ComparePredicate::gt, x, m.scalar(x, 0.0)), x,
                     m.mul(x, m.scalar(x, slope)));
   });
 }
@@ -1113,7 +1113,7 @@ LogicalResult elu(Node &n) {
     Value negative = m.mul(
         m.scalar(x, alpha),
         m.sub(exp(m, m.mul(x, m.scalar(x, inputScale))), m.scalar(x, 1.0)));
-    Value y = m.select(m.compare("gt", x, m.scalar(x, 0.0)), x, negative);
+    Value y = m.select(m.compare(tg::ComparePredicate::gt, x, m.scalar(x, 0.0)), x, negative);
     return scale == 1.0 ? y : m.mul(y, m.scalar(y, scale));
   });
 }
@@ -1156,7 +1156,7 @@ Value firstIndexOf(Node &n, Value x, Value extreme, int64_t dim) {
                             type.getElementType()),
       extreme);
   Value big = m.scalar(iota, static_cast<double>(type.getDimSize(dim)));
-  Value candidate = m.select(m.compare("eq", x, kept), m.neg(iota), m.neg(big));
+  Value candidate = m.select(m.compare(tg::ComparePredicate::eq, x, kept), m.neg(iota), m.neg(big));
   return m.neg(m.max(candidate, {dim}, false));
 }
 
@@ -1487,7 +1487,7 @@ LogicalResult maxPoolWithIndices(Node &n) {
           tg::keepDimType(tg::typeOf(stacked), {2}).getShape(),
           type.getElementType()),
       best);
-  Value isMax = m.compare("eq", stacked, keep);
+  Value isMax = m.compare(tg::ComparePredicate::eq, stacked, keep);
   Value big =
       m.scalar(pos, static_cast<double>(std::numeric_limits<int32_t>::max()));
   Value candidate = m.select(isMax, m.neg(pos), m.neg(big));
@@ -1707,12 +1707,12 @@ const llvm::StringMap<Mapping> &atenMappings() {
     add("clamp.Tensor", clamp);
     add("isnan.default", [](Node &n) -> LogicalResult {
       TRY(x, n.tensor("self"));
-      return n.define(0, n.math().compare("ne", x, x));
+      return n.define(0, n.math().compare(tg::ComparePredicate::ne, x, x));
     });
     add("logical_xor.default", [](Node &n) -> LogicalResult {
       TRY(a, n.tensor("self"));
       TRY(b, n.tensor("other"));
-      return n.define(0, n.math().compare("ne", toBool(n, a), toBool(n, b)));
+      return n.define(0, n.math().compare(tg::ComparePredicate::ne, toBool(n, a), toBool(n, b)));
     });
     add("exp.default", unary<tg::ExpOp>());
     add("log.default", unary<tg::LogOp>());
@@ -1732,8 +1732,11 @@ const llvm::StringMap<Mapping> &atenMappings() {
       add(("sub." + overload).str(), binary<tg::SubOp>(/*hasAlpha=*/true));
       add(("mul." + overload).str(), binary<tg::MulOp>());
       add(("div." + overload).str(), binary<tg::DivOp>());
-      for (StringRef p : {"eq", "ne", "lt", "le", "gt", "ge"})
-        add((p + "." + overload).str(), comparison(p));
+      for (auto p : {tg::ComparePredicate::eq, tg::ComparePredicate::ne,
+                     tg::ComparePredicate::lt, tg::ComparePredicate::le,
+                     tg::ComparePredicate::gt, tg::ComparePredicate::ge})
+        add((tg::stringifyComparePredicate(p) + "." + overload).str(),
+            comparison(p));
     }
     add("maximum.default", binary<tg::MaximumOp>());
     add("minimum.default", binary<tg::MinimumOp>());

@@ -30,14 +30,15 @@ namespace {
 
 /// The JSON kind each attribute name takes; attribute names mean the same on
 /// every op, so one table types them all.
-enum class AttrKind { Int, IntList, Float, String, Flag, Unknown };
+enum class AttrKind { Int, IntList, Float, String, Predicate, Flag, Unknown };
 
 AttrKind attrKindOf(StringRef name) {
   return llvm::StringSwitch<AttrKind>(name)
       .Cases({"dim", "start", "end", "step", "seed"}, AttrKind::Int)
       .Cases({"dims", "permutation"}, AttrKind::IntList)
       .Cases({"eps", "p", "scale", "value"}, AttrKind::Float)
-      .Cases({"predicate", "approximate"}, AttrKind::String)
+      .Case("approximate", AttrKind::String)
+      .Case("predicate", AttrKind::Predicate)
       .Cases({"keepdim", "causal"}, AttrKind::Flag)
       .Default(AttrKind::Unknown);
 }
@@ -191,6 +192,18 @@ FailureOr<NamedAttribute> JsonGraphImporter::parseAttr(
       return error(pointer) << "expected a string, got " << value.dump();
     return NamedAttribute(name,
                           builder.getStringAttr(value.get<std::string>()));
+  case AttrKind::Predicate: {
+    std::optional<tg::ComparePredicate> predicate =
+        value.is_string()
+            ? tg::symbolizeComparePredicate(value.get<std::string>())
+            : std::nullopt;
+    if (!predicate)
+      return error(pointer) << "expected one of \"eq\", \"ne\", \"lt\", "
+                               "\"le\", \"gt\", \"ge\", got "
+                            << value.dump();
+    return NamedAttribute(
+        name, tg::ComparePredicateAttr::get(&context, *predicate));
+  }
   case AttrKind::Flag:
     if (!value.is_boolean())
       return error(pointer) << "expected true or false, got " << value.dump();

@@ -411,14 +411,27 @@ FailureOr<Tensor> OpEvaluator::evaluate(Operation *op) {
         return binary([](double a, double b) { return a != 0 || b != 0 ? 1.0 : 0.0; });
       })
       .Case([&](tg::CompareOp c) -> R {
-        StringRef p = c.getPredicate();
-        std::function<bool(double, double)> cmp =
-            p == "eq"   ? [](double a, double b) { return a == b; }
-            : p == "ne" ? [](double a, double b) { return a != b; }
-            : p == "lt" ? [](double a, double b) { return a < b; }
-            : p == "le" ? [](double a, double b) { return a <= b; }
-            : p == "gt" ? [](double a, double b) { return a > b; }
-                        : [](double a, double b) { return a >= b; };
+        std::function<bool(double, double)> cmp;
+        switch (c.getPredicate()) {
+        case tg::ComparePredicate::eq:
+          cmp = [](double a, double b) { return a == b; };
+          break;
+        case tg::ComparePredicate::ne:
+          cmp = [](double a, double b) { return a != b; };
+          break;
+        case tg::ComparePredicate::lt:
+          cmp = [](double a, double b) { return a < b; };
+          break;
+        case tg::ComparePredicate::le:
+          cmp = [](double a, double b) { return a <= b; };
+          break;
+        case tg::ComparePredicate::gt:
+          cmp = [](double a, double b) { return a > b; };
+          break;
+        case tg::ComparePredicate::ge:
+          cmp = [](double a, double b) { return a >= b; };
+          break;
+        }
         return zip(get(c.getLhs()), get(c.getRhs()),
                    [&](double a, double b) { return cmp(a, b) ? 1.0 : 0.0; });
       })

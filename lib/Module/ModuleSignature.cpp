@@ -36,7 +36,7 @@ static std::optional<rt::DType> dtypeOf(Type element) {
 }
 
 static ModuleValue toModuleValue(const tg::GraphValueInfo &info,
-                                 DictionaryAttr shardingAttr,
+                                 dist::ShardingAttr shardingAttr,
                                  const std::optional<dist::Mesh> &mesh) {
   ModuleValue v;
   v.name = info.name;
@@ -85,7 +85,7 @@ FailureOr<ModuleFile> moduleSignature(ModuleOp module) {
                 "('tg.init_ref', as spmdc imports a .pt2); run it with "
                 "spmd-run --interpret";
     file.arguments.push_back(toModuleValue(
-        info, entry.getArgAttrOfType<DictionaryAttr>(index++, dist::kShardingAttr), mesh));
+        info, entry.getArgAttrOfType<dist::ShardingAttr>(index++, dist::kShardingAttr), mesh));
     if (!info.initRef)
       continue;
     // The logical tensor, whatever block of it this argument is.
@@ -133,7 +133,7 @@ FailureOr<ModuleFile> moduleSignature(ModuleOp module) {
   index = 0;
   for (const tg::GraphValueInfo &info : tg::getResultInfos(entry))
     file.results.push_back(toModuleValue(
-        info, entry.getResultAttrOfType<DictionaryAttr>(index++, dist::kShardingAttr), mesh));
+        info, entry.getResultAttrOfType<dist::ShardingAttr>(index++, dist::kShardingAttr), mesh));
   return file;
 }
 

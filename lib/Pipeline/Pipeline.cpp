@@ -18,6 +18,7 @@ std::optional<Stage> parseStage(llvm::StringRef name) {
       .Case("decompose", Stage::Decompose)
       .Case("autodiff", Stage::Autodiff)
       .Case("partition", Stage::Partition)
+      .Case("propagate", Stage::Propagate)
       .Case("shard", Stage::Shard)
       .Case("lower", Stage::Lower)
       .Case("module", Stage::Module)
@@ -34,6 +35,8 @@ llvm::StringRef stageName(Stage stage) {
     return "autodiff";
   case Stage::Partition:
     return "partition";
+  case Stage::Propagate:
+    return "propagate";
   case Stage::Shard:
     return "shard";
   case Stage::Lower:
@@ -169,8 +172,9 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     partition.policy = options.partition;
     pm.addPass(tg::createTgPartition(partition));
   }
-  if (options.emit >= Stage::Shard && options.spec)
-    pm.addPass(dist::createDistShardPass(*options.spec));
+  if (options.emit >= Stage::Propagate && options.spec)
+    dist::addShardPasses(pm, *options.spec,
+                         /*partition=*/options.emit >= Stage::Shard);
   if (options.emit >= Stage::Lower)
     return buildLoweringPipeline(pm, options.lowering);
   return success();

@@ -135,7 +135,7 @@ std::string buildCompileReport(ModuleOp module, double compileMs) {
   for (auto [i, info] : llvm::enumerate(tg::getArgumentInfos(entry))) {
     int64_t local = bytesOf(info.type);
     int64_t parts = 1;
-    if (auto attr = entry.getArgAttrOfType<DictionaryAttr>(
+    if (auto attr = entry.getArgAttrOfType<dist::ShardingAttr>(
             i, dist::kShardingAttr))
       if (auto s = dist::TensorSharding::fromAttr(attr, *mesh,
                                                   info.type.getRank());

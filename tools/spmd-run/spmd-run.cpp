@@ -309,7 +309,7 @@ Sharded shardedOf(const spmdc::dist::TensorSharding &sharding,
 
 /// Reads an argument's or result's `dist.sharding` (absent: replicated);
 /// nullopt with `error` set when it is malformed.
-std::optional<Sharded> readSharding(DictionaryAttr attr,
+std::optional<Sharded> readSharding(spmdc::dist::ShardingAttr attr,
                                     const spmdc::tg::GraphValueInfo &info,
                                     const std::string &what,
                                     const spmdc::dist::Mesh &mesh, bool hasMesh,
@@ -335,8 +335,7 @@ std::optional<Sharded> readSharding(DictionaryAttr attr,
   if (failed(sharding)) {
     error = place + " has a malformed '" + spmdc::dist::kShardingAttr.str() +
             "' " + describeAttr() +
-            ": expected {dims = [[mesh axes], ...] (one list per dim), "
-            "partial = [mesh axes]}";
+            ": expected one list of the mesh's axes per dim";
     return std::nullopt;
   }
   llvm::SmallVector<int> used = sharding->shardedAxes();
@@ -618,10 +617,16 @@ int main(int argc, char **argv) {
                   "it runs on one rank; use --nranks 1");
     }
 
-    // Each argument's and result's sharding and logical type.
+    // Each argument's and result's sharding and logical type. A program
+    // not yet partitioned (--emit=propagate) only plans shardings: it
+    // still means the single-device step.
+    bool planned = (*module)->hasAttr(spmdc::dist::kPlannedMeshAttr);
+    auto shardingOf = [&](spmdc::dist::ShardingAttr attr) {
+      return planned && !sharded ? spmdc::dist::ShardingAttr() : attr;
+    };
     for (size_t i = 0; i < argInfos.size(); ++i) {
-      auto sharding = readSharding(entry.getArgAttrOfType<DictionaryAttr>(
-                                       i, spmdc::dist::kShardingAttr),
+      auto sharding = readSharding(shardingOf(entry.getArgAttrOfType<spmdc::dist::ShardingAttr>(
+                                       i, spmdc::dist::kShardingAttr)),
                                    argInfos[i], "argument", mesh, sharded,
                                    errorMessage);
       if (!sharding)
@@ -633,8 +638,8 @@ int main(int argc, char **argv) {
       argShardings.push_back(std::move(*sharding));
     }
     for (size_t i = 0; i < resultInfos.size(); ++i) {
-      auto sharding = readSharding(entry.getResultAttrOfType<DictionaryAttr>(
-                                       i, spmdc::dist::kShardingAttr),
+      auto sharding = readSharding(shardingOf(entry.getResultAttrOfType<spmdc::dist::ShardingAttr>(
+                                       i, spmdc::dist::kShardingAttr)),
                                    resultInfos[i], "result", mesh, sharded,
                                    errorMessage);
       if (!sharding)

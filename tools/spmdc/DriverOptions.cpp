@@ -49,7 +49,7 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
       ->check(CLI::Range(0, 3));
   app.add_option("--emit", options.emit, "the stage whose output to write")
       ->check(CLI::IsMember({"import", "decompose", "autodiff", "partition",
-                             "shard", "lower", "module"}));
+                             "propagate", "shard", "lower", "module"}));
   app.add_option("--partition", options.partition,
                  "forward/backward partitioning policy")
       ->check(CLI::IsMember({"save-all", "min-cut"}));

@@ -17,7 +17,16 @@
 
 namespace spmdc {
 
-enum class Stage { Import, Decompose, Autodiff, Partition, Shard, Lower, Module };
+enum class Stage {
+  Import,
+  Decompose,
+  Autodiff,
+  Partition,
+  Propagate,
+  Shard,
+  Lower,
+  Module
+};
 
 /// Parses a stage name (import, decompose, ...).
 std::optional<Stage> parseStage(llvm::StringRef name);

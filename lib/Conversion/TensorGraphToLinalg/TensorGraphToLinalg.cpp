@@ -114,6 +114,44 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
              : arith::TruncIOp::create(b, loc, to, v).getResult();
 }
 
+/// Ordered comparisons (false on NaN), but ne unordered (true on NaN), as
+/// IEEE and PyTorch compare.
+arith::CmpFPredicate floatPredicate(tg::ComparePredicate p) {
+  switch (p) {
+  case tg::ComparePredicate::eq:
+    return arith::CmpFPredicate::OEQ;
+  case tg::ComparePredicate::ne:
+    return arith::CmpFPredicate::UNE;
+  case tg::ComparePredicate::lt:
+    return arith::CmpFPredicate::OLT;
+  case tg::ComparePredicate::le:
+    return arith::CmpFPredicate::OLE;
+  case tg::ComparePredicate::gt:
+    return arith::CmpFPredicate::OGT;
+  case tg::ComparePredicate::ge:
+    return arith::CmpFPredicate::OGE;
+  }
+  llvm_unreachable("every predicate is covered");
+}
+
+arith::CmpIPredicate intPredicate(tg::ComparePredicate p) {
+  switch (p) {
+  case tg::ComparePredicate::eq:
+    return arith::CmpIPredicate::eq;
+  case tg::ComparePredicate::ne:
+    return arith::CmpIPredicate::ne;
+  case tg::ComparePredicate::lt:
+    return arith::CmpIPredicate::slt;
+  case tg::ComparePredicate::le:
+    return arith::CmpIPredicate::sle;
+  case tg::ComparePredicate::gt:
+    return arith::CmpIPredicate::sgt;
+  case tg::ComparePredicate::ge:
+    return arith::CmpIPredicate::sge;
+  }
+  llvm_unreachable("every predicate is covered");
+}
+
 /// The scalar body of each elementwise tg op.
 FailureOr<Value> scalarOf(Operation *op, OpBuilder &b, Location loc,
                           ValueRange x) {
@@ -189,25 +227,11 @@ FailureOr<Value> scalarOf(Operation *op, OpBuilder &b, Location loc,
         return arith::OrIOp::create(b, loc, x[0], x[1]);
       })
       .Case([&](tg::CompareOp c) -> Value {
-        StringRef p = c.getPredicate();
-        if (f) {
-          auto pred = llvm::StringSwitch<arith::CmpFPredicate>(p)
-                          .Case("eq", arith::CmpFPredicate::OEQ)
-                          .Case("ne", arith::CmpFPredicate::UNE)
-                          .Case("lt", arith::CmpFPredicate::OLT)
-                          .Case("le", arith::CmpFPredicate::OLE)
-                          .Case("gt", arith::CmpFPredicate::OGT)
-                          .Default(arith::CmpFPredicate::OGE);
-          return arith::CmpFOp::create(b, loc, pred, x[0], x[1]);
-        }
-        auto pred = llvm::StringSwitch<arith::CmpIPredicate>(p)
-                        .Case("eq", arith::CmpIPredicate::eq)
-                        .Case("ne", arith::CmpIPredicate::ne)
-                        .Case("lt", arith::CmpIPredicate::slt)
-                        .Case("le", arith::CmpIPredicate::sle)
-                        .Case("gt", arith::CmpIPredicate::sgt)
-                        .Default(arith::CmpIPredicate::sge);
-        return arith::CmpIOp::create(b, loc, pred, x[0], x[1]);
+        if (f)
+          return arith::CmpFOp::create(b, loc, floatPredicate(c.getPredicate()),
+                                       x[0], x[1]);
+        return arith::CmpIOp::create(b, loc, intPredicate(c.getPredicate()),
+                                     x[0], x[1]);
       })
       .Case([&](tg::SelectOp) -> Value {
         return arith::SelectOp::create(b, loc, x[0], x[1], x[2]);
@@ -225,12 +249,8 @@ struct ElementwiseLowering : RewritePattern {
 
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
-    if (!isa<tg::NegOp, tg::AbsOp, tg::ExpOp, tg::LogOp, tg::SqrtOp,
-             tg::RsqrtOp, tg::TanhOp, tg::ErfOp, tg::SinOp, tg::CosOp,
-             tg::ReciprocalOp, tg::SigmoidOp, tg::ReluOp, tg::NotOp,
-             tg::AddOp, tg::SubOp, tg::MulOp, tg::DivOp, tg::PowOp,
-             tg::MaximumOp, tg::MinimumOp, tg::AndOp, tg::OrOp,
-             tg::CompareOp, tg::SelectOp, tg::ConvertOp>(op))
+    if (!op->hasTrait<tg::OpTrait::Elementwise>() ||
+        op->hasTrait<tg::OpTrait::Composite>())
       return failure();
     bool failedBody = false;
     Value result = elementwise(

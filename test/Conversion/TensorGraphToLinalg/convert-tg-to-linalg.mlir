@@ -21,7 +21,7 @@ func.func @add_broadcast(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf
 // CHECK: linalg.generic {indexing_maps = [#[[$ONE]], {{.*}}]
 // CHECK: arith.cmpf olt
 func.func @compare_stretch(%a: tensor<4x1xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xi1> {
-  %0 = tg.compare "lt", %a, %b : tensor<4x1xf32>, tensor<4x8xf32>
+  %0 = tg.compare lt, %a, %b : tensor<4x1xf32>, tensor<4x8xf32>
   return %0 : tensor<4x8xi1>
 }
 

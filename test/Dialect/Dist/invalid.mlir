@@ -55,3 +55,14 @@ module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}} {
     return
   }
 }
+
+// -----
+
+// expected-error@+1 {{expects dims as lists of mesh axis names, each axis used once, got [["dp"], ["dp"]]}}
+func.func private @axis_twice(tensor<4x4xf32> {dist.sharding = #dist.sharding<[["dp"], ["dp"]]>})
+
+// -----
+
+// expected-error@+1 {{expects partial as a list of mesh axis names that no dim uses, got ["dp"]}}
+func.func private @partial_and_split(tensor<4xf32> {dist.sharding = #dist.sharding<[["dp"]] partial ["dp"]>})
+

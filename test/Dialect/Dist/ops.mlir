@@ -17,4 +17,15 @@ module attributes {dist.mesh = {axes = ["dp", "tp"], shape = array<i64: 2, 2>}} 
     %4 = dist.local_slice %x axes ["dp"] dim 0 : tensor<4x8xf32> -> tensor<2x8xf32>
     return
   }
+
+  // Shardings: dims only, with partial axes, with an origin.
+  // CHECK-LABEL: func.func @shardings
+  // CHECK-SAME: {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}}>}
+  // CHECK-SAME: {dist.sharding = #dist.sharding<{{\[\[\], \["tp"\]\]}} partial ["dp"]>}
+  // CHECK-SAME: {dist.sharding = #dist.sharding<[] from "spec /presets/dp">}
+  func.func @shardings(%a: tensor<4x8xf32> {dist.sharding = #dist.sharding<[["dp"], []]>},
+                       %b: tensor<4x8xf32> {dist.sharding = #dist.sharding<[[], ["tp"]] partial ["dp"]>},
+                       %c: tensor<f32> {dist.sharding = #dist.sharding<[] from "spec /presets/dp">}) {
+    return
+  }
 }

@@ -178,8 +178,9 @@ func.func @iota_dim() {
 // -----
 
 func.func @compare_predicate(%a: tensor<2xf32>) {
-  // expected-error@+1 {{unknown predicate 'less' (expected eq, ne, lt, le, gt or ge)}}
-  %0 = tg.compare "less", %a, %a : tensor<2xf32>, tensor<2xf32>
+  // expected-error@+2 {{expected ::spmdc::tg::ComparePredicate to be one of: eq, ne, lt, le, gt, ge}}
+  // expected-error@+1 {{failed to parse TG_ComparePredicateAttr parameter 'value'}}
+  %0 = tg.compare less, %a, %a : tensor<2xf32>, tensor<2xf32>
   return
 }
 
@@ -226,3 +227,23 @@ func.func @dynamic_shape(%a: tensor<?xf32>) {
   %0 = tg.relu %a : tensor<?xf32>
   return
 }
+
+// -----
+
+// expected-error@+1 {{reduction must list exactly the factors no result spans}}
+func.func private @rule_reduction() attributes {tg.sharding_rule = #tg.sharding_rule<([i, k], [k, j])->([i, j]) {i=2, j=3, k=4} reduction={j}>}
+
+// -----
+
+// expected-error@+1 {{expected a size for every factor}}
+func.func private @rule_sizes() attributes {tg.sharding_rule = #tg.sharding_rule<([i, j])->([i, j]) {i=2}>}
+
+// -----
+
+// expected-error@+1 {{unknown clause 'blocked' (expected reduction, need_replication, partial or linear)}}
+func.func private @rule_clause() attributes {tg.sharding_rule = #tg.sharding_rule<([i])->([i]) {i=2} blocked={i}>}
+
+// -----
+
+// expected-error@+1 {{linear names operand 1 of an op with 1}}
+func.func private @rule_linear() attributes {tg.sharding_rule = #tg.sharding_rule<([i])->([i]) {i=2} linear={1}>}

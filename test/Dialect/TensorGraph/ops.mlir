@@ -77,8 +77,8 @@ func.func @binary(%a: tensor<2x3xbf16>, %b: tensor<3xbf16>, %p: tensor<2x1xi1>, 
   %7 = tg.and %p, %q : tensor<2x1xi1>, tensor<3xi1>
   // CHECK: tg.or
   %8 = tg.or %p, %q : tensor<2x1xi1>, tensor<3xi1>
-  // CHECK: tg.compare "ge", %{{.*}}, %{{.*}} : tensor<2x3xbf16>, tensor<3xbf16>
-  %9 = tg.compare "ge", %a, %b : tensor<2x3xbf16>, tensor<3xbf16>
+  // CHECK: tg.compare ge, %{{.*}}, %{{.*}} : tensor<2x3xbf16>, tensor<3xbf16>
+  %9 = tg.compare ge, %a, %b : tensor<2x3xbf16>, tensor<3xbf16>
   // CHECK: tg.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x1xi1>, tensor<2x3xbf16>, tensor<3xbf16>
   %10 = tg.select %p, %a, %b : tensor<2x1xi1>, tensor<2x3xbf16>, tensor<3xbf16>
   // CHECK: tg.convert %{{.*}} : tensor<2x3xbf16> to tensor<2x3xf64>

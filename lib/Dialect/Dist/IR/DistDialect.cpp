@@ -5,17 +5,55 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace spmdc::dist;
 
 #include "spmdc/Dialect/Dist/IR/DistOpsDialect.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "spmdc/Dialect/Dist/IR/DistAttrs.cpp.inc"
+
 void DistDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "spmdc/Dialect/Dist/IR/DistOps.cpp.inc"
       >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "spmdc/Dialect/Dist/IR/DistAttrs.cpp.inc"
+      >();
+}
+
+/// Axis names: a list of strings, none twice.
+static bool isAxisList(Attribute attr, llvm::StringSet<> &seen) {
+  auto list = llvm::dyn_cast<ArrayAttr>(attr);
+  if (!list)
+    return false;
+  for (Attribute a : list) {
+    auto name = llvm::dyn_cast<StringAttr>(a);
+    if (!name || !seen.insert(name.getValue()).second)
+      return false;
+  }
+  return true;
+}
+
+LogicalResult
+ShardingAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
+                     ArrayAttr dims, ArrayAttr partial, StringAttr origin) {
+  llvm::StringSet<> seen;
+  for (Attribute d : dims)
+    if (!isAxisList(d, seen))
+      return emitError() << "expects dims as lists of mesh axis names, each "
+                            "axis used once, got "
+                         << dims;
+  if (partial && !isAxisList(partial, seen))
+    return emitError() << "expects partial as a list of mesh axis names "
+                          "that no dim uses, got "
+                       << partial;
+  return success();
 }
 
 /// The group size of `axes` in the op's mesh, or failure with an error.

@@ -99,15 +99,15 @@ DictionaryAttr Mesh::toAttr(MLIRContext *context) const {
        b.getNamedAttr("shape", b.getDenseI64ArrayAttr(shape))});
 }
 
-FailureOr<Mesh> Mesh::of(Operation *op) {
+FailureOr<Mesh> Mesh::of(Operation *op, StringRef attrName) {
   auto module = llvm::isa<ModuleOp>(op) ? llvm::cast<ModuleOp>(op)
                                         : op->getParentOfType<ModuleOp>();
   DictionaryAttr attr =
-      module ? module->getAttrOfType<DictionaryAttr>(kMeshAttr) : nullptr;
+      module ? module->getAttrOfType<DictionaryAttr>(attrName) : nullptr;
   auto axes = attr ? attr.getAs<ArrayAttr>("axes") : nullptr;
   auto shape = attr ? attr.getAs<DenseI64ArrayAttr>("shape") : nullptr;
   if (!axes || !shape || axes.size() != shape.size())
-    return op->emitError() << "needs a module attribute '" << kMeshAttr
+    return op->emitError() << "needs a module attribute '" << attrName
                            << "' = {axes = [...], shape = [...]}";
   Mesh mesh;
   for (Attribute axis : axes) {
@@ -191,38 +191,35 @@ std::string TensorSharding::str(const Mesh &mesh) const {
   return s;
 }
 
-DictionaryAttr TensorSharding::toAttr(MLIRContext *context,
-                                      const Mesh &mesh) const {
-  Builder b(context);
+ShardingAttr TensorSharding::toAttr(MLIRContext *context, const Mesh &mesh,
+                                    StringRef origin) const {
   SmallVector<Attribute> dimAttrs;
   for (const auto &axes : dims)
     dimAttrs.push_back(mesh.axisNames(context, axes));
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("dims", b.getArrayAttr(dimAttrs)),
-       b.getNamedAttr("partial", mesh.axisNames(context, partial))});
+  return ShardingAttr::get(
+      context, ArrayAttr::get(context, dimAttrs),
+      partial.empty() ? ArrayAttr() : mesh.axisNames(context, partial),
+      origin.empty() ? StringAttr() : StringAttr::get(context, origin));
 }
 
-FailureOr<TensorSharding> TensorSharding::fromAttr(DictionaryAttr attr,
+FailureOr<TensorSharding> TensorSharding::fromAttr(ShardingAttr attr,
                                                    const Mesh &mesh,
                                                    int64_t rank) {
-  auto dims = attr ? attr.getAs<ArrayAttr>("dims") : nullptr;
-  auto partial = attr ? attr.getAs<ArrayAttr>("partial") : nullptr;
-  if (!dims || !partial || static_cast<int64_t>(dims.size()) != rank)
+  if (!attr || static_cast<int64_t>(attr.getDims().size()) != rank)
     return failure();
   TensorSharding s;
-  for (Attribute d : dims) {
-    auto names = llvm::dyn_cast<ArrayAttr>(d);
-    if (!names)
-      return failure();
-    auto indices = mesh.axisIndices(names);
+  for (Attribute d : attr.getDims()) {
+    auto indices = mesh.axisIndices(llvm::cast<ArrayAttr>(d));
     if (failed(indices))
       return failure();
     s.dims.push_back(*indices);
   }
-  auto indices = mesh.axisIndices(partial);
-  if (failed(indices))
-    return failure();
-  s.partial = *indices;
+  if (ArrayAttr partial = attr.getPartial()) {
+    auto indices = mesh.axisIndices(partial);
+    if (failed(indices))
+      return failure();
+    s.partial = *indices;
+  }
   return s;
 }
 

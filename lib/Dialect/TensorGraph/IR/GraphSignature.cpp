@@ -166,8 +166,7 @@ static std::optional<int64_t> boundFromUse(Operation *user,
   // Through ops that move values around, and through the value operands
   // of a select (PyTorch's cross-entropy selects labels != ignore_index).
   bool selectsValue = llvm::isa<SelectOp>(user) && operandNumber != 0;
-  if (selectsValue || llvm::isa<ReshapeOp, TransposeOp, BroadcastOp, SliceOp,
-                                ConcatOp, ConvertOp>(user)) {
+  if (selectsValue || user->hasTrait<tg::OpTrait::MovesValues>()) {
     std::optional<int64_t> bound;
     for (OpOperand &use : user->getResult(0).getUses())
       if (auto b = boundFromUse(use.getOwner(), use.getOperandNumber()))

@@ -21,9 +21,10 @@ int ShardingRule::addFactor(int64_t size, bool onlyReplicated) {
 }
 
 bool ShardingRule::isContraction(int factor) const {
-  for (const auto &dim : result)
-    if (llvm::is_contained(dim, factor))
-      return false;
+  for (const auto &result : results)
+    for (const auto &dim : result)
+      if (llvm::is_contained(dim, factor))
+        return false;
   return true;
 }
 
@@ -46,14 +47,14 @@ ShardingRule broadcastingRule(Operation *op) {
   ShardingRule rule;
   ArrayRef<int64_t> out = shapeOf(op->getResult(0));
   for (int64_t size : out)
-    rule.result.push_back({rule.addFactor(size)});
+    rule.result().push_back({rule.addFactor(size)});
   for (Value operand : op->getOperands()) {
     ArrayRef<int64_t> in = shapeOf(operand);
     Dims dims(in.size());
     int64_t lead = out.size() - in.size();
     for (size_t i = 0; i < in.size(); ++i)
       if (in[i] == out[lead + i])
-        dims[i] = rule.result[lead + i];
+        dims[i] = rule.result()[lead + i];
     rule.operands.push_back(dims);
   }
   return rule;
@@ -69,20 +70,17 @@ ShardingRule replicatedShardingRule(Operation *op) {
     rule.operands.push_back(dims);
   }
   for (int64_t size : shapeOf(op->getResult(0)))
-    rule.result.push_back({rule.addFactor(size, /*replicatedOnly=*/true)});
+    rule.result().push_back({rule.addFactor(size, /*replicatedOnly=*/true)});
   return rule;
 }
 
-ShardingRule elementwiseShardingRule(Operation *op) {
+ShardingRule elementwiseShardingRule(Operation *op, bool linearInAll,
+                                     ArrayRef<int> linear) {
   ShardingRule rule = broadcastingRule(op);
-  if (isa<AddOp, SubOp>(op))
+  if (linearInAll)
     rule.partial = ShardingRule::Partial::All;
-  else if (isa<NegOp>(op))
-    linearIn(rule, {0});
-  else if (isa<MulOp>(op))
-    linearIn(rule, {0, 1});
-  else if (isa<DivOp>(op))
-    linearIn(rule, {0});
+  else if (!linear.empty())
+    linearIn(rule, linear);
   return rule;
 }
 
@@ -101,9 +99,9 @@ ShardingRule reductionShardingRule(Operation *op, ArrayRef<int64_t> dims,
     int f = rule.addFactor(size, isReduced && !sum);
     in.push_back({f});
     if (!isReduced)
-      rule.result.push_back({f});
+      rule.result().push_back({f});
     else if (keepDim)
-      rule.result.push_back({});
+      rule.result().push_back({});
   }
   rule.operands.push_back(in);
   if (sum)
@@ -146,17 +144,17 @@ ShardingRule MatmulOp::getShardingRule() {
                     out = shapeOf(getResult());
   int64_t batchRank = out.size() - 2;
   for (int64_t i = 0; i < batchRank; ++i)
-    rule.result.push_back({rule.addFactor(out[i])});
+    rule.result().push_back({rule.addFactor(out[i])});
   int m = rule.addFactor(out[batchRank]);
   int n = rule.addFactor(out[batchRank + 1]);
   int k = rule.addFactor(lhs.back());
-  rule.result.push_back({m});
-  rule.result.push_back({n});
+  rule.result().push_back({m});
+  rule.result().push_back({n});
   auto batchDims = [&](ArrayRef<int64_t> shape) {
     Dims dims;
     int64_t rank = shape.size() - 2, lead = batchRank - rank;
     for (int64_t i = 0; i < rank; ++i)
-      dims.push_back(shape[i] == out[lead + i] ? rule.result[lead + i]
+      dims.push_back(shape[i] == out[lead + i] ? rule.result()[lead + i]
                                                : SmallVector<int>{});
     return dims;
   };
@@ -223,7 +221,7 @@ ShardingRule ReshapeOp::getShardingRule() {
     }
   }
   rule.operands = {inDims};
-  rule.result = outDims;
+  rule.result() = outDims;
   linearIn(rule, {0});
   return rule;
 }
@@ -234,7 +232,7 @@ ShardingRule TransposeOp::getShardingRule() {
   for (int64_t size : shapeOf(getInput()))
     in.push_back({rule.addFactor(size)});
   for (int64_t p : getPermutation())
-    rule.result.push_back(in[p]);
+    rule.result().push_back(in[p]);
   rule.operands = {in};
   linearIn(rule, {0});
   return rule;
@@ -253,11 +251,11 @@ ShardingRule SliceOp::getShardingRule() {
   for (auto [i, size] : llvm::enumerate(shapeOf(getInput()))) {
     if (static_cast<int64_t>(i) == dim) {
       in.push_back({rule.addFactor(size, true)});
-      rule.result.push_back({rule.addFactor(getType().getDimSize(i), true)});
+      rule.result().push_back({rule.addFactor(getType().getDimSize(i), true)});
       continue;
     }
     in.push_back({rule.addFactor(size)});
-    rule.result.push_back(in.back());
+    rule.result().push_back(in.back());
   }
   rule.operands = {in};
   linearIn(rule, {0});
@@ -268,9 +266,9 @@ ShardingRule ConcatOp::getShardingRule() {
   ShardingRule rule;
   int64_t dim = *normalizeDim(getDim(), getType().getRank());
   for (auto [i, size] : llvm::enumerate(getType().getShape()))
-    rule.result.push_back({rule.addFactor(size, static_cast<int64_t>(i) == dim)});
+    rule.result().push_back({rule.addFactor(size, static_cast<int64_t>(i) == dim)});
   for (Value input : getInputs()) {
-    Dims dims = rule.result;
+    Dims dims = rule.result();
     dims[dim] = {rule.addFactor(typeOf(input).getDimSize(dim), true)};
     rule.operands.push_back(dims);
   }
@@ -285,8 +283,8 @@ ShardingRule EmbeddingOp::getShardingRule() {
   Dims indices;
   for (int64_t size : shapeOf(getIndices()))
     indices.push_back({rule.addFactor(size)});
-  rule.result = indices;
-  rule.result.push_back({features});
+  rule.result() = indices;
+  rule.result().push_back({features});
   rule.operands = {{{rows}, {features}}, indices};
   linearIn(rule, {0});
   return rule;
@@ -303,7 +301,7 @@ ShardingRule EmbeddingBackwardOp::getShardingRule() {
   Dims grad = indices;
   grad.push_back({features});
   rule.operands = {grad, indices};
-  rule.result = {{rows}, {features}};
+  rule.result() = {{rows}, {features}};
   linearIn(rule, {0});
   return rule;
 }
@@ -323,7 +321,7 @@ ShardingRule GatherOp::getShardingRule() {
     }
   }
   rule.operands = {input, index};
-  rule.result = index;
+  rule.result() = index;
   linearIn(rule, {0});
   return rule;
 }
@@ -347,7 +345,7 @@ ShardingRule ScatterAddOp::getShardingRule() {
     }
   }
   rule.operands = {source, source};
-  rule.result = result;
+  rule.result() = result;
   linearIn(rule, {1});
   return rule;
 }

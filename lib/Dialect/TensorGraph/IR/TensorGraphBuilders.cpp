@@ -121,8 +121,8 @@ Value GraphMath::scalar(Value like, double value) {
   return buildScalarLike(b, loc, like, value);
 }
 
-Value GraphMath::compare(StringRef predicate, Value x, Value y) {
-  return CompareOp::create(b, loc, b.getStringAttr(predicate), x, y);
+Value GraphMath::compare(ComparePredicate predicate, Value x, Value y) {
+  return CompareOp::create(b, loc, predicate, x, y);
 }
 
 Value GraphMath::select(Value condition, Value x, Value y) {

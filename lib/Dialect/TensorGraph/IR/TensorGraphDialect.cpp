@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace spmdc::tg;
@@ -20,10 +21,21 @@ using namespace spmdc::tg;
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphInterfaces.cpp.inc"
 
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphEnums.cpp.inc"
+
+// The attributes' storage and the dialect's attribute parser and printer;
+// ShardingRuleAttr.cpp holds the rule's own text form.
+#define GET_ATTRDEF_CLASSES
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphAttrs.cpp.inc"
+
 void TensorGraphDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphAttrs.cpp.inc"
       >();
 }
 

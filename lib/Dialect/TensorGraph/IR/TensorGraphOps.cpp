@@ -142,10 +142,6 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
                                           SmallVectorImpl<Type> &types) {
   if (!adaptor.getPredicateAttr())
     return emitOptionalError(loc, "requires attribute 'predicate'");
-  StringRef p = adaptor.getPredicate();
-  if (!llvm::is_contained({"eq", "ne", "lt", "le", "gt", "ge"}, p))
-    return emitOptionalError(loc, "unknown predicate '", p,
-                             "' (expected eq, ne, lt, le, gt or ge)");
   return inferBroadcastResult(loc, {adaptor.getLhs(), adaptor.getRhs()},
                               IntegerType::get(context, 1), types);
 }

@@ -19,7 +19,7 @@ namespace {
 /// Arithmetic at the location of the op being differentiated, plus the
 /// shapes gradients need.
 struct Emitter : GraphMath {
-  Value cmp(StringRef predicate, Value x, Value y) {
+  Value cmp(ComparePredicate predicate, Value x, Value y) {
     return compare(predicate, x, y);
   }
   /// The gradient `g` where `mask` holds, zero elsewhere, shaped like `g`.
@@ -56,8 +56,8 @@ LogicalResult AbsOp::buildVJP(OpBuilder &b, Value g,
   // g * sign(x); sign(0) = 0 as in PyTorch.
   Emitter e = emitter(b, *this);
   Value zero = e.scalar(getInput(), 0.0);
-  Value positive = e.cmp("gt", getInput(), zero);
-  Value negative = e.cmp("lt", getInput(), zero);
+  Value positive = e.cmp(ComparePredicate::gt, getInput(), zero);
+  Value negative = e.cmp(ComparePredicate::lt, getInput(), zero);
   grads.push_back(e.select(positive, g,
                            e.select(negative, e.neg(g), e.scalar(g, 0.0))));
   return success();
@@ -145,7 +145,7 @@ LogicalResult ReluOp::buildVJP(OpBuilder &b, Value g,
                                SmallVectorImpl<Value> &grads) {
   Emitter e = emitter(b, *this);
   grads.push_back(
-      e.where(e.cmp("gt", getInput(), e.scalar(getInput(), 0.0)), g));
+      e.where(e.cmp(ComparePredicate::gt, getInput(), e.scalar(getInput(), 0.0)), g));
   return success();
 }
 
@@ -200,9 +200,10 @@ LogicalResult PowOp::buildVJP(OpBuilder &b, Value g,
 /// maximum / minimum: the gradient goes to the chosen operand; ties split
 /// it evenly, as in PyTorch.
 static void buildMinMaxVJP(Emitter &e, Value lhs, Value rhs, Value g,
-                           StringRef lhsWins, SmallVectorImpl<Value> &grads) {
+                           ComparePredicate lhsWins,
+                           SmallVectorImpl<Value> &grads) {
   Value half = e.mul(g, e.scalar(g, 0.5));
-  Value tie = e.cmp("eq", lhs, rhs);
+  Value tie = e.cmp(ComparePredicate::eq, lhs, rhs);
   Value lhsStrict = e.cmp(lhsWins, lhs, rhs);
   Value zero = e.scalar(g, 0.0);
   Value toLhs = e.select(tie, half, e.select(lhsStrict, g, zero));
@@ -214,14 +215,14 @@ static void buildMinMaxVJP(Emitter &e, Value lhs, Value rhs, Value g,
 LogicalResult MaximumOp::buildVJP(OpBuilder &b, Value g,
                                   SmallVectorImpl<Value> &grads) {
   Emitter e = emitter(b, *this);
-  buildMinMaxVJP(e, getLhs(), getRhs(), g, "gt", grads);
+  buildMinMaxVJP(e, getLhs(), getRhs(), g, ComparePredicate::gt, grads);
   return success();
 }
 
 LogicalResult MinimumOp::buildVJP(OpBuilder &b, Value g,
                                   SmallVectorImpl<Value> &grads) {
   Emitter e = emitter(b, *this);
-  buildMinMaxVJP(e, getLhs(), getRhs(), g, "lt", grads);
+  buildMinMaxVJP(e, getLhs(), getRhs(), g, ComparePredicate::lt, grads);
   return success();
 }
 
@@ -267,7 +268,7 @@ LogicalResult MaxOp::buildVJP(OpBuilder &b, Value g,
   RankedTensorType in = getInput().getType();
   RankedTensorType kept = keepDimType(in, getDims());
   Value maxKept = reshapeTo(b, getLoc(), getResult(), kept);
-  Value isMax = e.cmp("eq", getInput(), maxKept);
+  Value isMax = e.cmp(ComparePredicate::eq, getInput(), maxKept);
   Value ones = e.select(isMax, e.scalar(g, 1.0), e.scalar(g, 0.0));
   Value count = SumOp::create(b, getLoc(), ones, getDims(), /*keepdim=*/true);
   Value share = e.div(reshapeTo(b, getLoc(), g, kept), count);
@@ -345,7 +346,7 @@ LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, Value g,
     SmallVector<int64_t> column(indices.getShape());
     column.push_back(1);
     Value isPadding =
-        m.compare("eq", getIndices(),
+        m.compare(tg::ComparePredicate::eq, getIndices(),
                   buildScalar(b, getLoc(), indices.getElementType(), *padding));
     Value mask = ReshapeOp::create(
         b, getLoc(), RankedTensorType::get(column, b.getI1Type()), isPadding);

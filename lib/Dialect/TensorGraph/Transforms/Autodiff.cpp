@@ -92,11 +92,12 @@ struct TgAutodiffPass : spmdc::tg::impl::TgAutodiffBase<TgAutodiffPass> {
       if (gradIt == grads.end())
         continue;
       auto vjp = llvm::dyn_cast<VJPOpInterface>(op);
+      // Boolean results and factories: constants to the derivative.
+      if (!vjp && op->hasTrait<spmdc::tg::OpTrait::NoDerivative>())
+        continue;
       if (!vjp)
         return op->emitError("has no derivative rule")
-               << (isa<LinearOp, MeanOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp,
-                       RmsNormOp, GeluOp, SiluOp, CrossEntropyOp,
-                       ScaledDotProductAttentionOp, DropoutOp>(op)
+               << (op->hasTrait<spmdc::tg::OpTrait::Composite>()
                        ? " (it is a composite: run --tg-decompose first)"
                        : "");
       b.setInsertionPoint(ret);

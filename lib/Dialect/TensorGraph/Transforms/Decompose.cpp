@@ -209,7 +209,7 @@ struct DecomposeAttention : Decomposition<ScaledDotProductAttentionOp> {
       auto posType = RankedTensorType::get({sq, sk}, m.b.getI64Type());
       Value row = IotaOp::create(m.b, m.loc, posType, 0);
       Value col = IotaOp::create(m.b, m.loc, posType, 1);
-      Value visible = CompareOp::create(m.b, m.loc, m.b.getStringAttr("le"),
+      Value visible = CompareOp::create(m.b, m.loc, ComparePredicate::le,
                                         col, row);
       scores = SelectOp::create(m.b, m.loc, visible, scores,
                                 m.scalar(scores, -INFINITY));
@@ -229,7 +229,7 @@ struct DecomposeDropout : Decomposition<DropoutOp> {
     Value x = op.getInput();
     double p = op.getP().convertToDouble();
     Value u = RandUniformOp::create(m.b, m.loc, typeOf(x), op.getSeed());
-    Value keep = CompareOp::create(m.b, m.loc, m.b.getStringAttr("ge"), u,
+    Value keep = CompareOp::create(m.b, m.loc, ComparePredicate::ge, u,
                                    m.scalar(x, p));
     Value scaled = m.mul(x, m.scalar(x, 1.0 / (1.0 - p)));
     return Value(SelectOp::create(m.b, m.loc, keep, scaled, m.scalar(x, 0.0)));

@@ -44,16 +44,10 @@ int64_t bytesOf(Value v) {
   return type.getNumElements() * std::max<int64_t>(1, bits / 8);
 }
 
-/// Cheap ops the backward may recompute instead of loading: elementwise,
-/// shape and broadcast ops, and factories. Never matmuls, reductions,
-/// gathers or random numbers.
+/// Cheap ops the backward may recompute instead of loading (the op says
+/// so: TG_Recomputable).
 bool isRecomputable(Operation *op) {
-  if (op->hasTrait<OpTrait::SameOperandsAndResultType>() &&
-      !isa<DropoutOp>(op))
-    return true;
-  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, AndOp,
-             OrOp, CompareOp, SelectOp, ConvertOp, ReshapeOp, TransposeOp,
-             BroadcastOp, SliceOp, ConcatOp, IotaOp, FullOp, ConstantOp>(op);
+  return op->hasTrait<spmdc::tg::OpTrait::Recomputable>();
 }
 
 /// Dinic's max-flow on a small dense-ish graph.

@@ -55,7 +55,7 @@ func.func @main(%e: tensor<5x4xf32> {tg.name = "e", tg.role = "param"},
     -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
   %rows = tg.embedding %e, %i : tensor<5x4xf32>, tensor<3xi64>
   %zero = tg.full 0.0 : tensor<f32>
-  %pos = tg.compare "gt", %rows, %zero : tensor<3x4xf32>, tensor<f32>
+  %pos = tg.compare gt, %rows, %zero : tensor<3x4xf32>, tensor<f32>
   %r = tg.select %pos, %rows, %zero : tensor<3x4xi1>, tensor<3x4xf32>, tensor<f32>
   %l = tg.sum %r dims [0, 1] : tensor<3x4xf32>
   return %l : tensor<f32>

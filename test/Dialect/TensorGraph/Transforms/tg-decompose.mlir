@@ -139,7 +139,7 @@ func.func @cross_entropy(%x: tensor<2x3x10xf32>, %y: tensor<2x3xi64>) -> tensor<
 // CHECK: tg.full 0.70710678118654746 : tensor<f32>
 // CHECK: %[[ROW:.*]] = tg.iota dim 0 : tensor<3x3xi64>
 // CHECK: %[[COL:.*]] = tg.iota dim 1 : tensor<3x3xi64>
-// CHECK: %[[VIS:.*]] = tg.compare "le", %[[COL]], %[[ROW]]
+// CHECK: %[[VIS:.*]] = tg.compare le, %[[COL]], %[[ROW]]
 // CHECK: %[[NEGINF:.*]] = tg.full 0xFFF0000000000000 : tensor<f32>
 // CHECK: tg.select %[[VIS]], %{{.*}}, %[[NEGINF]]
 // CHECK: tg.exp
@@ -154,7 +154,7 @@ func.func @sdpa(%q: tensor<1x4x3x2xf32>, %kv: tensor<1x2x3x2xf32>) -> tensor<1x4
 // CHECK-LABEL: func.func @dropout
 // CHECK: %[[U:.*]] = tg.rand_uniform seed 3 : tensor<4x8xf32>
 // CHECK: %[[P:.*]] = tg.full 2.500000e-01 : tensor<f32>
-// CHECK: %[[KEEP:.*]] = tg.compare "ge", %[[U]], %[[P]]
+// CHECK: %[[KEEP:.*]] = tg.compare ge, %[[U]], %[[P]]
 // CHECK: tg.full 1.3333333333333333 : tensor<f32>
 // CHECK: tg.select %[[KEEP]]
 func.func @dropout(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {

@@ -21,14 +21,26 @@
 
 #include "spmdc/Dialect/Dist/IR/DistOpsDialect.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "spmdc/Dialect/Dist/IR/DistAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "spmdc/Dialect/Dist/IR/DistOps.h.inc"
 
 namespace spmdc::dist {
 
-/// Module attribute: the device mesh.
+/// Module attribute: the device mesh of a partitioned (per-rank) program.
 inline constexpr llvm::StringLiteral kMeshAttr = "dist.mesh";
-/// Argument/result attribute of @main: the value's sharding.
+/// Module attribute: the mesh a program not yet partitioned is planned for
+/// (--dist-apply-spec sets it, --dist-partition turns it into dist.mesh).
+inline constexpr llvm::StringLiteral kPlannedMeshAttr = "dist.planned_mesh";
+/// Module attribute: mesh axes where parameters' shardings lead
+/// activations' (sequence parallelism: the weights stay put, activations
+/// move).
+inline constexpr llvm::StringLiteral kParametersLeadAttr =
+    "dist.parameters_lead";
+/// A #dist.sharding: on @main's arguments and results; before partitioning
+/// also on every op (its result's planned sharding) and function argument.
 inline constexpr llvm::StringLiteral kShardingAttr = "dist.sharding";
 
 /// A named N-D device mesh; rank r sits at the row-major multi-index.
@@ -53,8 +65,10 @@ struct Mesh {
                             llvm::ArrayRef<int> axes) const;
 
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
-  /// The mesh of the module `op` is in, or failure (with an error at `op`).
-  static mlir::FailureOr<Mesh> of(mlir::Operation *op);
+  /// The mesh of the module `op` is in (its `attrName`: dist.mesh or
+  /// dist.planned_mesh), or failure (with an error at `op`).
+  static mlir::FailureOr<Mesh> of(mlir::Operation *op,
+                                  llvm::StringRef attrName = kMeshAttr);
 };
 
 /// How a logical tensor is spread over the mesh: each dim split over a list
@@ -83,10 +97,12 @@ struct TensorSharding {
   /// e.g. "[S(dp), R] P(tp)".
   std::string str(const Mesh &mesh) const;
 
-  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context,
-                              const Mesh &mesh) const;
+  /// As an attribute, with where the sharding came from (empty: none).
+  ShardingAttr toAttr(mlir::MLIRContext *context, const Mesh &mesh,
+                      llvm::StringRef origin = "") const;
+  /// Failure if an axis is not the mesh's or the rank differs.
   static mlir::FailureOr<TensorSharding>
-  fromAttr(mlir::DictionaryAttr attr, const Mesh &mesh, int64_t rank);
+  fromAttr(ShardingAttr attr, const Mesh &mesh, int64_t rank);
 };
 
 } // namespace spmdc::dist

@@ -8,6 +8,7 @@
 #ifndef SPMDC_DIALECT_DIST_IR_DISTOPS_TD
 #define SPMDC_DIALECT_DIST_IR_DISTOPS_TD
 
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -22,12 +23,40 @@ def Dist_Dialect : Dialect {
     axes `A` runs within each group of ranks that agree on every axis not
     in `A`; a rank's index in its group is its multi-index on `A`, the first
     axis of `A` most significant. The arguments and results of `@main` carry
-    `dist.sharding = {dims = [[axes of dim 0], ...], partial = [axes]}`: the
-    logical tensor is split into equal chunks along each dim over its axes
-    (in the order listed, the first most significant) and summed over the
-    partial axes.
+    a `dist.sharding = #dist.sharding<...>`.
+
+    Before the program is partitioned, the mesh it will run on is
+    `dist.planned_mesh`, and every value carries the sharding it is planned
+    to have (with its origin): shapes are still logical, so the program
+    still means the single-device step.
   }];
   let usePropertiesForAttributes = 0;
+  let useDefaultAttributePrinterParser = 1;
+}
+
+def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
+  let mnemonic = "sharding";
+  let summary = "how a logical tensor is spread over the mesh";
+  let description = [{
+    `dims` lists, per dim, the mesh axes that split it (the first most
+    significant): the logical tensor is cut into equal chunks along each
+    dim. `partial` lists the axes over which the rank's values are summands
+    of the logical value. `origin` says where the sharding came from: a
+    shard-spec entry (`spec /presets/dp`), the rule of the op that defines
+    the value or of a user, or the caller (a callee's argument).
+
+    ```mlir
+    #dist.sharding<[["dp"], []]>
+    #dist.sharding<[[], ["tp"]] partial ["dp"]>
+    #dist.sharding<[["dp"], []] from "spec /presets/dp">
+    ```
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$dims,
+                        OptionalParameter<"::mlir::ArrayAttr">:$partial,
+                        OptionalParameter<"::mlir::StringAttr">:$origin);
+  let assemblyFormat = "`<` $dims (`partial` $partial^)? (`from` $origin^)? "
+                       "`>`";
+  let genVerifyDecl = 1;
 }
 
 class Dist_Op<string mnemonic, list<Trait> traits = []>

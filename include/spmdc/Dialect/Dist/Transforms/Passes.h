@@ -14,8 +14,13 @@ namespace spmdc::dist {
 #define GEN_PASS_DECL
 #include "spmdc/Dialect/Dist/Transforms/Passes.h.inc"
 
-/// The shard pass with an already parsed spec (the driver's way).
-std::unique_ptr<mlir::Pass> createDistShardPass(ShardSpec spec);
+/// --dist-apply-spec with an already parsed spec (the driver's way).
+std::unique_ptr<mlir::Pass> createDistApplySpec(ShardSpec spec);
+
+/// The shard stage: apply the spec, propagate, and (unless `partition` is
+/// false: --emit=propagate) partition.
+void addShardPasses(mlir::OpPassManager &pm, ShardSpec spec,
+                    bool partition = true);
 
 #define GEN_PASS_REGISTRATION
 #include "spmdc/Dialect/Dist/Transforms/Passes.h.inc"

@@ -1,34 +1,72 @@
 //===- Passes.td - sharding passes -------------------------*- tablegen -*-===//
+//
+// The shard stage as three passes: the spec's placements as attributes,
+// propagation to every value, and partitioning into the per-rank program.
+// Propagation only writes #dist.sharding attributes, so another one (an
+// automatic search) can replace it without touching the partitioner.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef SPMDC_DIALECT_DIST_TRANSFORMS_PASSES_TD
 #define SPMDC_DIALECT_DIST_TRANSFORMS_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
 
-def DistShard : Pass<"dist-shard", "::mlir::ModuleOp"> {
-  let summary = "Shard the whole training step over the spec's mesh";
+def DistApplySpec : Pass<"dist-apply-spec", "::mlir::ModuleOp"> {
+  let summary = "Put the shard spec's placements on @main as attributes";
   let description = [{
-    Turns the logical training step into the program one rank runs: local
-    shapes and explicit collectives over named mesh axes.
+    Reads the shard spec and records it in the IR, checked against the
+    graph: the mesh as the module's `dist.planned_mesh`; each argument of
+    @main's sharding (presets per axis, then explicit placements, which win)
+    as a `#dist.sharding` whose origin names the spec entry; and the
+    sharding @main must return results in (the loss replicated, an updated
+    parameter or state as it went in). Dims that do not divide evenly over
+    their axes are an error naming the tensor and the spec entry.
 
-    1. The shard spec gives @main's arguments their shardings (presets per
-       axis, then explicit placements, which win).
-    2. Propagation gives every value a sharding: forward and backward
-       sweeps over each op's sharding rule (ShardingRuleOpInterface) to a
-       fixpoint; a sharding is only ever made more specific; where
-       operands disagree, the activation's sharding wins over a parameter's
-       and a larger tensor's over a smaller one's, so the cheaper tensor
-       moves.
-    3. Rewriting computes each op on local shards. A contraction over a
-       sharded factor leaves a partial sum, which flows through linear ops
-       and is reduced only where something needs it whole: a reduce-scatter
-       when it is wanted sharded, an all-reduce otherwise. Other reshards
-       are local slices, all-gathers or all-to-alls.
+    ```mlir
+    func.func @main(%x: tensor<8x4xf32> {dist.sharding =
+        #dist.sharding<[["dp"], []] from "spec /batch_dims">, ...
+    ```
+  }];
+  let options = [
+    Option<"specFile", "spec", "std::string", "\"\"",
+           "the shard spec JSON file">,
+  ];
+  let dependentDialects = ["::spmdc::dist::DistDialect"];
+}
 
-    Results of @main come back as the arguments they update went in (so
-    sharded parameters and optimizer state stay sharded across steps); the
-    loss comes back replicated. Dims that do not divide evenly over their
-    axes are an error naming the tensor.
+def DistPropagate : Pass<"dist-propagate", "::mlir::ModuleOp"> {
+  let summary = "Give every value a sharding from the ops' sharding rules";
+  let description = [{
+    Starting from @main's argument shardings, forward and backward sweeps
+    over each op's sharding rule (ShardingRuleOpInterface) run to a
+    fixpoint; a sharding is only ever made more specific; where operands
+    disagree, the activation's sharding wins over a parameter's and a
+    larger tensor's over a smaller one's, so the cheaper tensor moves (on
+    the axes of `dist.parameters_lead` parameters win). Functions @main
+    calls get their arguments' shardings from the call. Every op gets a
+    `dist.sharding` (its result's), every function argument and result
+    one too, each with its origin: the spec entry, or the op whose rule
+    gave it (`tg.matmul, from its operands`; `tg.add, from its result`).
+    Shapes stay logical: the IR still means the single-device step.
+  }];
+  let dependentDialects = ["::spmdc::dist::DistDialect"];
+}
+
+def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
+  let summary = "The per-rank program: local shapes and explicit collectives";
+  let description = [{
+    Computes each op on local shards, from the shardings propagation put on
+    the IR. Each op's factors take their axes from its operands as they are
+    (activations before parameters, larger before smaller), then from its
+    result's planned sharding; operands that disagree are resharded. A
+    contraction over a sharded factor leaves a partial sum, which flows
+    through linear ops and is reduced only where something needs it whole:
+    a reduce-scatter when it is wanted sharded, an all-reduce otherwise.
+    Other reshards are local slices, all-gathers or all-to-alls. Values are
+    returned in the shardings their function's results carry.
+    `dist.planned_mesh` becomes `dist.mesh`, and only @main's arguments and
+    results keep a `dist.sharding`.
 
     Before: `%y = tg.matmul %x, %w : tensor<8x4xf32>, tensor<4x2xf32>` with
     x sharded on dim 0 over "dp". After (per rank):
@@ -36,10 +74,6 @@ def DistShard : Pass<"dist-shard", "::mlir::ModuleOp"> {
     %y = tg.matmul %x, %w : tensor<4x4xf32>, tensor<4x2xf32>
     ```
   }];
-  let options = [
-    Option<"specFile", "spec", "std::string", "\"\"",
-           "the shard spec JSON file">,
-  ];
   let dependentDialects = ["::spmdc::dist::DistDialect",
                            "::spmdc::tg::TensorGraphDialect"];
 }

@@ -20,15 +20,20 @@
 
 namespace spmdc::tg {
 
+class ShardingRuleAttr;
+
 /// An op's dims as shared factors (see ShardingRuleOpInterface).
 struct ShardingRule {
+  ShardingRule() : results(1) {}
+
   /// The size of each factor.
   llvm::SmallVector<int64_t> factorSizes;
   /// Per operand, per dim: the factors the dim spans, major first; empty for
   /// a broadcast dim of size 1.
   llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int>>> operands;
-  /// Per result dim: the factors it spans.
-  llvm::SmallVector<llvm::SmallVector<int>> result;
+  /// Per result, per dim: the factors it spans (one result unless the op
+  /// has several).
+  llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int>>> results;
   /// Factors that must not be sharded (a sliced dim, a max-reduced dim).
   llvm::SmallVector<bool> replicatedOnly;
   /// How partial sums pass: None (never), Each (the result is linear in
@@ -38,23 +43,60 @@ struct ShardingRule {
   /// With Partial::Each: the operands the result is linear in.
   llvm::SmallVector<bool> linearIn;
 
+  /// The dims of the (first) result.
+  llvm::SmallVector<llvm::SmallVector<int>> &result() { return results[0]; }
+  const llvm::SmallVector<llvm::SmallVector<int>> &result() const {
+    return results[0];
+  }
   /// A new factor of `size`.
   int addFactor(int64_t size, bool replicatedOnly = false);
-  /// True if `factor` is a contraction (not in the result).
+  /// True if `factor` is a contraction (in no result).
   bool isContraction(int factor) const;
+
+  /// As a printable, parsable #tg.sharding_rule, and back.
+  ShardingRuleAttr toAttr(mlir::MLIRContext *context) const;
+  static ShardingRule fromAttr(ShardingRuleAttr attr);
+  /// `([i, k], [k, j])->([i, j]) {i=8, j=2, k=4} reduction={k} ...`
+  void print(llvm::raw_ostream &os) const;
 };
 
 /// Rules shared by op families: elementwise with broadcasting (partial sums
-/// pass through add, sub, neg, mul and div), reductions over `dims`, and
+/// pass through all operands together where `linearInAll`, else through
+/// each operand of `linearIn` alone), reductions over `dims`, and
 /// everything replicated.
-ShardingRule elementwiseShardingRule(mlir::Operation *op);
+ShardingRule elementwiseShardingRule(mlir::Operation *op,
+                                     bool linearInAll = false,
+                                     llvm::ArrayRef<int> linearIn = {});
 ShardingRule reductionShardingRule(mlir::Operation *op,
                                    llvm::ArrayRef<int64_t> dims, bool keepDim);
 ShardingRule replicatedShardingRule(mlir::Operation *op);
 
 } // namespace spmdc::tg
 
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphAttrs.h.inc"
+
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphInterfaces.h.inc"
+
+/// The traits of TensorGraphInterfaces.td: marks passes ask an op for.
+namespace spmdc::tg::OpTrait {
+template <typename ConcreteType>
+class Elementwise
+    : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+template <typename ConcreteType>
+class Recomputable
+    : public mlir::OpTrait::TraitBase<ConcreteType, Recomputable> {};
+template <typename ConcreteType>
+class MovesValues
+    : public mlir::OpTrait::TraitBase<ConcreteType, MovesValues> {};
+template <typename ConcreteType>
+class NoDerivative
+    : public mlir::OpTrait::TraitBase<ConcreteType, NoDerivative> {};
+template <typename ConcreteType>
+class Composite : public mlir::OpTrait::TraitBase<ConcreteType, Composite> {};
+} // namespace spmdc::tg::OpTrait
 
 #define GET_OP_CLASSES
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphOps.h.inc"

@@ -93,7 +93,8 @@ struct GraphMath {
   mlir::Value neg(mlir::Value x);
   /// A rank-0 constant of `like`'s element type.
   mlir::Value scalar(mlir::Value like, double value);
-  mlir::Value compare(llvm::StringRef predicate, mlir::Value x, mlir::Value y);
+  mlir::Value compare(ComparePredicate predicate, mlir::Value x,
+                      mlir::Value y);
   mlir::Value select(mlir::Value condition, mlir::Value x, mlir::Value y);
   mlir::Value sum(mlir::Value x, llvm::ArrayRef<int64_t> dims, bool keepDim);
   mlir::Value max(mlir::Value x, llvm::ArrayRef<int64_t> dims, bool keepDim);

@@ -1,7 +1,8 @@
 //===- TensorGraphInterfaces.td - interfaces of tg ops -----*- tablegen -*-===//
 //
-// The rules an op states about itself, so that a new op is one place to
-// touch: its derivative (VJP) for --tg-autodiff.
+// The facts an op states about itself, so that passes ask the op rather
+// than keep lists of ops: its derivative (VJP) for --tg-autodiff, its
+// sharding rule for the shard stage, and the traits below.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,5 +44,28 @@ def TG_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
       "::spmdc::tg::ShardingRule", "getShardingRule", (ins)>,
   ];
 }
+
+class TG_Trait<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::spmdc::tg::OpTrait";
+}
+
+/// Each result element is a function of the operands' elements at the same
+/// (broadcast) index: --convert-tg-to-linalg lowers it as one
+/// linalg.generic of the op's scalar body.
+def TG_Elementwise : TG_Trait<"Elementwise">;
+/// Cheap to compute again: the min-cut partitioner may recompute it in the
+/// backward rather than save it (AOTAutograd's rule: pointwise, view and
+/// factory ops; never matmuls, reductions, gathers or random numbers).
+def TG_Recomputable : TG_Trait<"Recomputable">;
+/// Moves or converts values without computing new ones (reshape,
+/// transpose, broadcast, slice, concat, convert): an integer input's range
+/// of values passes through it.
+def TG_MovesValues : TG_Trait<"MovesValues">;
+/// Has no derivative by nature (boolean results, factories): autodiff
+/// treats its results as constants.
+def TG_NoDerivative : TG_Trait<"NoDerivative">;
+/// A composite that --tg-decompose rewrites into primitives: the later
+/// stages never see it.
+def TG_Composite : TG_Trait<"Composite">;
 
 #endif // SPMDC_DIALECT_TENSORGRAPH_IR_TENSORGRAPHINTERFACES_TD

@@ -13,6 +13,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "spmdc/Dialect/TensorGraph/IR/TensorGraphInterfaces.td"
@@ -48,6 +49,49 @@ def TensorGraph_Dialect : Dialect {
   let usePropertiesForAttributes = 0;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  let useDefaultAttributePrinterParser = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def TG_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "an elementwise comparison", [
+  I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
+  I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
+  I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::spmdc::tg";
+  let genSpecializedAttr = 0;
+}
+def TG_ComparePredicateAttr
+    : EnumAttr<TensorGraph_Dialect, TG_ComparePredicate, "predicate">;
+
+def TG_ShardingRuleAttr : AttrDef<TensorGraph_Dialect, "ShardingRule"> {
+  let mnemonic = "sharding_rule";
+  let summary = "an op's dims as shared factors (ShardingRuleOpInterface)";
+  let description = [{
+    The printed form of a sharding rule, in the notation of Shardy's
+    `#sdy.op_sharding_rule`: each operand's and result's dims as the
+    factors they span (`ij`: factors i and j, major first; `1`: a dim of
+    size 1 that spans none), the factor sizes, then the factors no result
+    has (`reduction`: sharding one leaves a partial sum), those that must
+    stay whole (`need_replication`), and how partial sums pass through the
+    op: `partial=all` (every operand partial alike, as in add) or
+    `linear={...}` (the operands the result is linear in, one at a time).
+
+    ```mlir
+    #tg.sharding_rule<([i, k], [k, j])->([i, j]) {i=8, j=2, k=4} reduction={k} linear={0, 1}>
+    ```
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"int64_t">:$factorSizes,
+    "::mlir::ArrayAttr":$operands,
+    "::mlir::ArrayAttr":$results,
+    ArrayRefParameter<"int32_t">:$needReplication,
+    "::spmdc::tg::ShardingRule::Partial":$partial,
+    ArrayRefParameter<"int32_t">:$linearIn);
+  let hasCustomAssemblyFormat = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -83,9 +127,14 @@ class TG_InferredOp<string mnemonic, list<Trait> traits = []>
 /// Ops with a derivative implement `buildVJP` in VJPRules.cpp.
 def VJPOpInterface : DeclareOpInterfaceMethods<TG_VJPOpInterface>;
 
+/// Elementwise ops state how partial sums pass through them: `linearIn`
+/// lists the operands the result is linear in, one at a time (mul: both;
+/// div: the numerator), and `linearInAll` marks a result linear in all
+/// operands together (add, sub).
 class TG_UnaryOp<string mnemonic, Type operandType, string desc,
-                 list<Trait> traits = []>
-    : TG_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+                 list<Trait> traits = [], list<int> linearIn = []>
+    : TG_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+                                           TG_Elementwise, TG_Recomputable])> {
   let summary = "elementwise " # mnemonic;
   let description = desc # [{
 
@@ -99,14 +148,17 @@ Example:
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let extraClassDefinition = [{
     ::spmdc::tg::ShardingRule $cppClass::getShardingRule() {
-      return elementwiseShardingRule(getOperation());
+      return elementwiseShardingRule(getOperation(), false, {}] #
+      !interleave(linearIn, ", ") # [{});
     }
   }];
 }
 
 class TG_BinaryOp<string mnemonic, Type operandType, string desc,
-                  list<Trait> traits = []>
-    : TG_InferredOp<mnemonic, traits> {
+                  list<Trait> traits = [], list<int> linearIn = [],
+                  bit linearInAll = 0>
+    : TG_InferredOp<mnemonic, !listconcat(traits, [TG_Elementwise,
+                                                   TG_Recomputable])> {
   let summary = "elementwise " # mnemonic # " with NumPy broadcasting";
   let description = desc # [{ Both operands have the same element type;
 their shapes broadcast NumPy-style (right-aligned, a dim of 1 stretches).
@@ -128,7 +180,9 @@ Example:
                                   /*elementType=*/nullptr, types);
     }
     ::spmdc::tg::ShardingRule $cppClass::getShardingRule() {
-      return elementwiseShardingRule(getOperation());
+      return elementwiseShardingRule(getOperation(), }] #
+      !if(linearInAll, "true", "false") # [{, {}] #
+      !interleave(linearIn, ", ") # [{});
     }
   }];
 }
@@ -169,7 +223,7 @@ Example:
 // Elementwise unary primitives
 //===----------------------------------------------------------------------===//
 
-def TG_NegOp : TG_UnaryOp<"neg", TG_NumericTensor, "Negation: `-x`.", [VJPOpInterface]>;
+def TG_NegOp : TG_UnaryOp<"neg", TG_NumericTensor, "Negation: `-x`.", [VJPOpInterface], [0]>;
 def TG_AbsOp : TG_UnaryOp<"abs", TG_NumericTensor, "Absolute value.", [VJPOpInterface]>;
 def TG_ExpOp : TG_UnaryOp<"exp", TG_FloatTensor, "Exponential `e^x`.", [VJPOpInterface]>;
 def TG_LogOp : TG_UnaryOp<"log", TG_FloatTensor, "Natural logarithm.", [VJPOpInterface]>;
@@ -185,42 +239,47 @@ def TG_SigmoidOp : TG_UnaryOp<"sigmoid", TG_FloatTensor,
 def TG_SinOp : TG_UnaryOp<"sin", TG_FloatTensor, "Sine.", [VJPOpInterface]>;
 def TG_CosOp : TG_UnaryOp<"cos", TG_FloatTensor, "Cosine.", [VJPOpInterface]>;
 def TG_ReluOp : TG_UnaryOp<"relu", TG_NumericTensor, "Rectifier `max(x, 0)`.", [VJPOpInterface]>;
-def TG_NotOp : TG_UnaryOp<"not", TG_BoolTensor, "Logical negation of i1.">;
+def TG_NotOp : TG_UnaryOp<"not", TG_BoolTensor, "Logical negation of i1.", [TG_NoDerivative]>;
 
 //===----------------------------------------------------------------------===//
 // Elementwise binary primitives
 //===----------------------------------------------------------------------===//
 
-def TG_AddOp : TG_BinaryOp<"add", TG_NumericTensor, "Sum `a + b`.", [VJPOpInterface]>;
-def TG_SubOp : TG_BinaryOp<"sub", TG_NumericTensor, "Difference `a - b`.", [VJPOpInterface]>;
-def TG_MulOp : TG_BinaryOp<"mul", TG_NumericTensor, "Product `a * b`.", [VJPOpInterface]>;
+def TG_AddOp : TG_BinaryOp<"add", TG_NumericTensor, "Sum `a + b`.", [VJPOpInterface], [], 1>;
+def TG_SubOp : TG_BinaryOp<"sub", TG_NumericTensor, "Difference `a - b`.", [VJPOpInterface], [], 1>;
+def TG_MulOp : TG_BinaryOp<"mul", TG_NumericTensor, "Product `a * b`.", [VJPOpInterface], [0, 1]>;
 def TG_DivOp : TG_BinaryOp<"div", TG_NumericTensor,
-    "Quotient `a / b` (integer division truncates toward zero).", [VJPOpInterface]>;
+    "Quotient `a / b` (integer division truncates toward zero).", [VJPOpInterface],
+    [0]>;
 def TG_PowOp : TG_BinaryOp<"pow", TG_FloatTensor, "Power `a ^ b`.", [VJPOpInterface]>;
 def TG_MaximumOp : TG_BinaryOp<"maximum", TG_NumericTensor,
                                "Elementwise maximum.", [VJPOpInterface]>;
 def TG_MinimumOp : TG_BinaryOp<"minimum", TG_NumericTensor,
                                "Elementwise minimum.", [VJPOpInterface]>;
-def TG_AndOp : TG_BinaryOp<"and", TG_BoolTensor, "Logical and of i1.">;
-def TG_OrOp : TG_BinaryOp<"or", TG_BoolTensor, "Logical or of i1.">;
+def TG_AndOp : TG_BinaryOp<"and", TG_BoolTensor, "Logical and of i1.", [TG_NoDerivative]>;
+def TG_OrOp : TG_BinaryOp<"or", TG_BoolTensor, "Logical or of i1.", [TG_NoDerivative]>;
 
-def TG_CompareOp : TG_InferredOp<"compare"> {
+def TG_CompareOp : TG_InferredOp<"compare", [TG_Elementwise, TG_Recomputable,
+                                               TG_NoDerivative]> {
   let summary = "elementwise comparison with broadcasting, giving i1";
   let description = [{
-    `predicate` is one of "eq", "ne", "lt", "le", "gt", "ge". Operands have
-    the same element type and broadcast; the result has i1 elements.
+    `predicate` is one of eq, ne, lt, le, gt, ge (on floats ordered, but
+    ne is true for NaN, as IEEE `!=` is). Operands have the same element
+    type and broadcast; the result has i1 elements.
 
     ```mlir
-    %m = tg.compare "lt", %a, %b : tensor<4x4xi64>, tensor<4x4xi64>
+    %m = tg.compare lt, %a, %b : tensor<4x4xi64>, tensor<4x4xi64>
     ```
   }];
-  let arguments = (ins StrAttr:$predicate, TG_Tensor:$lhs, TG_Tensor:$rhs);
+  let arguments = (ins TG_ComparePredicateAttr:$predicate, TG_Tensor:$lhs,
+                       TG_Tensor:$rhs);
   let results = (outs TG_BoolTensor:$result);
   let assemblyFormat =
       "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
-def TG_SelectOp : TG_InferredOp<"select", [VJPOpInterface]> {
+def TG_SelectOp : TG_InferredOp<"select", [VJPOpInterface, TG_Elementwise,
+                                            TG_Recomputable]> {
   let summary = "elementwise `cond ? a : b` with broadcasting (torch.where)";
   let description = [{
     ```mlir
@@ -234,7 +293,8 @@ def TG_SelectOp : TG_InferredOp<"select", [VJPOpInterface]> {
                        "type($condition) `,` type($on_true) `,` type($on_false)";
 }
 
-def TG_ConvertOp : TG_Op<"convert", [Pure, VJPOpInterface]> {
+def TG_ConvertOp : TG_Op<"convert", [Pure, VJPOpInterface, TG_Elementwise,
+                                     TG_Recomputable, TG_MovesValues]> {
   let summary = "element type conversion (torch _to_copy with a dtype)";
   let description = [{
     Same shape, new element type. Float to integer truncates toward zero;
@@ -257,7 +317,8 @@ def TG_ConvertOp : TG_Op<"convert", [Pure, VJPOpInterface]> {
 def TG_SumOp : TG_ReductionOp<"sum", TG_NumericTensor, "Sum.", [VJPOpInterface]>;
 def TG_MaxOp : TG_ReductionOp<"max", TG_NumericTensor, "Maximum (amax).", [VJPOpInterface]>;
 def TG_MeanOp : TG_ReductionOp<"mean", TG_FloatTensor,
-    "Arithmetic mean; a composite: decomposes to `sum` times `1/n`.">;
+    "Arithmetic mean; a composite: decomposes to `sum` times `1/n`.",
+    [TG_Composite]>;
 
 //===----------------------------------------------------------------------===//
 // Linear algebra
@@ -283,7 +344,7 @@ def TG_MatmulOp : TG_InferredOp<"matmul", [VJPOpInterface]> {
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
-def TG_ReshapeOp : TG_Op<"reshape", [Pure, VJPOpInterface]> {
+def TG_ReshapeOp : TG_Op<"reshape", [Pure, VJPOpInterface, TG_Recomputable, TG_MovesValues]> {
   let summary = "reshape to a new static shape with the same element count";
   let description = [{
     Row-major reinterpretation (aten.view / aten.reshape).
@@ -298,7 +359,8 @@ def TG_ReshapeOp : TG_Op<"reshape", [Pure, VJPOpInterface]> {
   let hasVerifier = 1;
 }
 
-def TG_TransposeOp : TG_InferredOp<"transpose", [VJPOpInterface]> {
+def TG_TransposeOp : TG_InferredOp<"transpose", [VJPOpInterface, TG_Recomputable,
+                                             TG_MovesValues]> {
   let summary = "permute dims (aten.permute / aten.transpose / aten.t)";
   let description = [{
     Result dim `i` is input dim `permutation[i]`.
@@ -312,7 +374,7 @@ def TG_TransposeOp : TG_InferredOp<"transpose", [VJPOpInterface]> {
   let assemblyFormat = "$input `perm` $permutation attr-dict `:` type($input)";
 }
 
-def TG_BroadcastOp : TG_Op<"broadcast", [Pure, VJPOpInterface]> {
+def TG_BroadcastOp : TG_Op<"broadcast", [Pure, VJPOpInterface, TG_Recomputable, TG_MovesValues]> {
   let summary = "broadcast to a larger shape (aten.expand)";
   let description = [{
     NumPy rule: the input's dims align with the trailing result dims and
@@ -328,7 +390,8 @@ def TG_BroadcastOp : TG_Op<"broadcast", [Pure, VJPOpInterface]> {
   let hasVerifier = 1;
 }
 
-def TG_SliceOp : TG_InferredOp<"slice", [VJPOpInterface]> {
+def TG_SliceOp : TG_InferredOp<"slice", [VJPOpInterface, TG_Recomputable,
+                                             TG_MovesValues]> {
   let summary = "strided slice of one dim (aten.slice.Tensor)";
   let description = [{
     Keeps indices `start, start+step, ...` below `end` of dim `dim`;
@@ -345,7 +408,8 @@ def TG_SliceOp : TG_InferredOp<"slice", [VJPOpInterface]> {
                        "$step attr-dict `:` type($input)";
 }
 
-def TG_ConcatOp : TG_InferredOp<"concat", [VJPOpInterface]> {
+def TG_ConcatOp : TG_InferredOp<"concat", [VJPOpInterface, TG_Recomputable,
+                                             TG_MovesValues]> {
   let summary = "concatenate along a dim (aten.cat)";
   let description = [{
     ```mlir
@@ -434,7 +498,7 @@ def TG_EmbeddingBackwardOp : TG_Op<"embedding_backward", [Pure, VJPOpInterface]>
 // Tensor factories
 //===----------------------------------------------------------------------===//
 
-def TG_IotaOp : TG_Op<"iota", [Pure]> {
+def TG_IotaOp : TG_Op<"iota", [Pure, TG_Recomputable, TG_NoDerivative]> {
   let summary = "0, 1, 2, ... along one dim (aten.arange, broadcast)";
   let description = [{
     ```mlir
@@ -447,7 +511,7 @@ def TG_IotaOp : TG_Op<"iota", [Pure]> {
   let hasVerifier = 1;
 }
 
-def TG_FullOp : TG_Op<"full", [Pure]> {
+def TG_FullOp : TG_Op<"full", [Pure, TG_Recomputable, TG_NoDerivative]> {
   let summary = "a tensor filled with one value (aten.full, zeros, ones)";
   let description = [{
     `value` is stored as f64 and converted to the element type (it may be
@@ -462,7 +526,8 @@ def TG_FullOp : TG_Op<"full", [Pure]> {
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-def TG_ConstantOp : TG_InferredOp<"constant", [ConstantLike]> {
+def TG_ConstantOp : TG_InferredOp<"constant", [ConstantLike, TG_Recomputable,
+                                                TG_NoDerivative]> {
   let summary = "a literal tensor";
   let description = [{
     ```mlir
@@ -476,7 +541,7 @@ def TG_ConstantOp : TG_InferredOp<"constant", [ConstantLike]> {
   let hasFolder = 1;
 }
 
-def TG_RandUniformOp : TG_Op<"rand_uniform", [Pure]> {
+def TG_RandUniformOp : TG_Op<"rand_uniform", [Pure, TG_NoDerivative]> {
   let summary = "counter-based uniform [0, 1) values";
   let description = [{
     Element `i` (row-major logical index) is a hash of (`seed`, `i`), so the
@@ -495,7 +560,7 @@ def TG_RandUniformOp : TG_Op<"rand_uniform", [Pure]> {
 // Composites (decomposed by --tg-decompose)
 //===----------------------------------------------------------------------===//
 
-def TG_LinearOp : TG_InferredOp<"linear"> {
+def TG_LinearOp : TG_InferredOp<"linear", [TG_Composite]> {
   let summary = "`x @ weight^T + bias` (aten.linear)";
   let description = [{
     `input` is `[..., in]`, `weight` is `[out, in]`, the optional `bias` is
@@ -513,7 +578,7 @@ def TG_LinearOp : TG_InferredOp<"linear"> {
 }
 
 class TG_SoftmaxLikeOp<string mnemonic, string desc>
-    : TG_InferredOp<mnemonic> {
+    : TG_InferredOp<mnemonic, [TG_Composite]> {
   let summary = desc;
   let description = [{
     Computed stably (the max along `dim` is subtracted first).
@@ -544,7 +609,7 @@ def TG_SoftmaxOp : TG_SoftmaxLikeOp<"softmax", "softmax along a dim">;
 def TG_LogSoftmaxOp : TG_SoftmaxLikeOp<"log_softmax",
                                        "log of softmax along a dim">;
 
-def TG_LayerNormOp : TG_InferredOp<"layer_norm"> {
+def TG_LayerNormOp : TG_InferredOp<"layer_norm", [TG_Composite]> {
   let summary = "layer normalization over the trailing dims of `weight`";
   let description = [{
     Normalizes over the last `rank(weight)` dims (biased variance), then
@@ -561,7 +626,7 @@ def TG_LayerNormOp : TG_InferredOp<"layer_norm"> {
                        "type($input) `,` type($weight) `,` type($bias)";
 }
 
-def TG_RmsNormOp : TG_InferredOp<"rms_norm"> {
+def TG_RmsNormOp : TG_InferredOp<"rms_norm", [TG_Composite]> {
   let summary = "RMS normalization over the trailing dims of `weight`";
   let description = [{
     `x * rsqrt(mean(x^2) + eps) * weight` over the last `rank(weight)` dims.
@@ -577,7 +642,8 @@ def TG_RmsNormOp : TG_InferredOp<"rms_norm"> {
                        "type($input) `,` type($weight)";
 }
 
-def TG_GeluOp : TG_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def TG_GeluOp : TG_Op<"gelu", [Pure, SameOperandsAndResultType, TG_Composite,
+                             TG_Recomputable]> {
   let summary = "GELU, exact (erf) or tanh approximation";
   let description = [{
     `approximate` is "none" (`x/2 * (1 + erf(x/sqrt 2))`) or "tanh"
@@ -596,9 +662,10 @@ def TG_GeluOp : TG_Op<"gelu", [Pure, SameOperandsAndResultType]> {
 }
 
 def TG_SiluOp : TG_UnaryOp<"silu", TG_FloatTensor,
-                           "SiLU (swish): `x * sigmoid(x)`. A composite.">;
+                           "SiLU (swish): `x * sigmoid(x)`. A composite.",
+                           [TG_Composite]>;
 
-def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy"> {
+def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy", [TG_Composite]> {
   let summary = "mean cross-entropy of logits against integer labels";
   let description = [{
     `logits` is `[..., C]`, `labels` is `[...]` with values in [0, C); the
@@ -615,7 +682,7 @@ def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy"> {
       "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels)";
 }
 
-def TG_ScaledDotProductAttentionOp : TG_InferredOp<"sdpa"> {
+def TG_ScaledDotProductAttentionOp : TG_InferredOp<"sdpa", [TG_Composite]> {
   let summary = "scaled dot-product attention, optionally causal, with GQA";
   let description = [{
     `query` is `[B, H, S, D]`, `key` `[B, Hkv, S2, D]`, `value`
@@ -641,7 +708,8 @@ def TG_ScaledDotProductAttentionOp : TG_InferredOp<"sdpa"> {
       "`,` type($key) `,` type($value) (`,` type($mask)^)?";
 }
 
-def TG_DropoutOp : TG_Op<"dropout", [Pure, SameOperandsAndResultType]> {
+def TG_DropoutOp : TG_Op<"dropout", [Pure, SameOperandsAndResultType,
+                                   TG_Composite]> {
   let summary = "training-mode dropout with a counter-based mask";
   let description = [{
     Zeroes each element with probability `p` and scales the rest by

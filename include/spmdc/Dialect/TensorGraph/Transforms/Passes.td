@@ -173,4 +173,18 @@ def TgMixedPrecision : Pass<"tg-mixed-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
 }
 
+def TgPrintShardingRules : Pass<"tg-print-sharding-rules", "::mlir::ModuleOp"> {
+  let summary = "Test pass: attach each op's sharding rule as an attribute";
+  let description = [{
+    Puts `tg.sharding_rule = #tg.sharding_rule<...>` on every op that states
+    one (ShardingRuleOpInterface), so that the rules the shard stage
+    propagates and partitions by can be read and checked:
+
+    ```mlir
+    %y = tg.matmul %x, %w {tg.sharding_rule = #tg.sharding_rule<([i, k], [k, j])->([i, j]) {i=8, j=2, k=4} reduction={k} linear={0, 1}>} : tensor<8x4xf32>, tensor<4x2xf32>
+    ```
+  }];
+  let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
+}
+
 #endif // SPMDC_DIALECT_TENSORGRAPH_TRANSFORMS_PASSES_TD

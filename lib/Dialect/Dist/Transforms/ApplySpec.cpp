@@ -1,14 +1,15 @@
-//===- SpecPlacement.cpp - a shard spec applied to a graph ----------------===//
+//===- ApplySpec.cpp - a shard spec on the graph (--dist-apply-spec) ------===//
 //
 // Presets first, axis by axis: every data-parallel preset shards data inputs
 // on their batch dim; zero1/zero2 shard optimizer state on dim 0; zero3
 // shards parameters and optimizer state on dim 0. Explicit placements then
 // override per axis; optimizer state without a rule of its own follows its
-// parameter's rule.
+// parameter's rule. The result goes on @main as #dist.sharding attributes
+// whose origin names the spec entry.
 //
 //===----------------------------------------------------------------------===//
 
-#include "spmdc/Dialect/Dist/Transforms/SpecPlacement.h"
+#include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Support/JsonDocument.h"
 
@@ -16,14 +17,22 @@
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+namespace spmdc::dist {
+#define GEN_PASS_DEF_DISTAPPLYSPEC
+#include "spmdc/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace spmdc::dist
+
 using namespace mlir;
+using namespace spmdc;
+using namespace spmdc::dist;
 using spmdc::tg::typeOf;
 
-namespace spmdc::dist {
+namespace {
 
 Mesh meshOf(const ShardSpec &spec) {
   Mesh mesh;
@@ -31,8 +40,6 @@ Mesh meshOf(const ShardSpec &spec) {
   mesh.shape.assign(spec.shape.begin(), spec.shape.end());
   return mesh;
 }
-
-namespace {
 
 bool isDataParallelPreset(StringRef preset) {
   return preset == "ddp" || preset == "zero1" || preset == "zero2" ||
@@ -181,6 +188,7 @@ public:
     for (auto &axes : sharding.dims)
       llvm::erase(axes, axis);
     sharding.dims[dim].push_back(axis);
+    placedBy = pointer;
     return success();
   }
 
@@ -266,6 +274,7 @@ public:
       case Placement::Kind::Replicate:
         for (auto &axes : sharding.dims)
           llvm::erase(axes, axis);
+        placedBy = pointer;
         break;
       case Placement::Kind::Shard:
         if (failed(shardOn(sharding, axis, placement.dim, info, pointer)))
@@ -285,11 +294,19 @@ public:
   MLIRContext *context;
   /// Parameter name -> dim, for the megatron preset.
   llvm::StringMap<int64_t> tensorParallel;
+  /// The spec entry that last placed the tensor at hand.
+  std::string placedBy;
 };
 
-} // namespace
+struct PlacedArgument {
+  TensorSharding sharding;
+  /// The spec entry that placed it (a JSON pointer), empty if none did.
+  std::string placedBy;
+};
 
-FailureOr<SmallVector<TensorSharding>>
+/// The sharding of each argument of `main`; failure with one error naming
+/// the spec entry or tensor at fault.
+FailureOr<SmallVector<PlacedArgument>>
 placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
   Placer placer(spec, mesh, main.getContext());
   if (llvm::any_of(spec.presets, [](const auto &p) {
@@ -312,8 +329,9 @@ placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
       return placer.error("/batch_dims/" + pattern)
              << "the graph has no input '" << pattern << "'";
 
-  SmallVector<TensorSharding> shardings;
+  SmallVector<PlacedArgument> placed;
   for (const tg::GraphValueInfo &info : infos) {
+    placer.placedBy.clear();
     TensorSharding sharding = TensorSharding::replicated(info.type.getRank());
     if (failed(placer.applyPresets(info, sharding)))
       return failure();
@@ -338,9 +356,85 @@ placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
              << " on mesh " << "[" << llvm::make_range(mesh.shape.begin(),
                                                        mesh.shape.end())
              << "]";
-    shardings.push_back(std::move(sharding));
+    placed.push_back({std::move(sharding), placer.placedBy});
   }
-  return shardings;
+  return placed;
 }
 
-} // namespace spmdc::dist
+struct DistApplySpecPass : dist::impl::DistApplySpecBase<DistApplySpecPass> {
+  using DistApplySpecBase::DistApplySpecBase;
+  DistApplySpecPass(ShardSpec spec) : spec(std::move(spec)) {}
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (!spec) {
+      if (specFile.empty()) {
+        module.emitError("--dist-apply-spec needs a shard spec (spec=FILE)");
+        return signalPassFailure();
+      }
+      spec = readShardSpec(specFile, getContext());
+      if (!spec)
+        return signalPassFailure();
+    }
+    if (module->hasAttr(kMeshAttr) || module->hasAttr(kPlannedMeshAttr)) {
+      module.emitError("the module is already sharded");
+      return signalPassFailure();
+    }
+    func::FuncOp main = tg::getEntryFunction(module);
+    if (!main)
+      return signalPassFailure();
+    Mesh mesh = meshOf(*spec);
+    auto placed = placeArguments(main, *spec, mesh);
+    if (failed(placed))
+      return signalPassFailure();
+
+    MLIRContext *ctx = &getContext();
+    module->setAttr(kPlannedMeshAttr, mesh.toAttr(ctx));
+    SmallVector<int> lead;
+    for (auto &[axis, preset] : spec->presets)
+      if (preset == "sequence")
+        lead.push_back(mesh.axisIndex(axis));
+    if (!lead.empty())
+      module->setAttr(kParametersLeadAttr, mesh.axisNames(ctx, lead));
+    auto args = tg::getArgumentInfos(main);
+    for (auto [i, p] : llvm::enumerate(*placed))
+      main.setArgAttr(i, kShardingAttr,
+                      p.sharding.toAttr(ctx, mesh,
+                                        p.placedBy.empty()
+                                            ? "no spec entry: replicated"
+                                            : "spec " + p.placedBy));
+    // Results come back as the arguments they update went in (so sharded
+    // parameters and optimizer state stay sharded across steps), gradients
+    // as their parameter, the loss replicated.
+    for (auto [i, r] : llvm::enumerate(tg::getResultInfos(main))) {
+      if (r.role == "loss")
+        main.setResultAttr(
+            i, kShardingAttr,
+            TensorSharding::replicated(r.type.getRank())
+                .toAttr(ctx, mesh, "the loss, replicated"));
+      for (auto [j, a] : llvm::enumerate(args))
+        if (a.name == r.name &&
+            (a.role == r.role || (r.role == "grad" && a.role == "param")))
+          main.setResultAttr(
+              i, kShardingAttr,
+              (*placed)[j].sharding.toAttr(
+                  ctx, mesh, "as argument '" + a.name + "' went in"));
+    }
+  }
+
+  std::optional<ShardSpec> spec;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> spmdc::dist::createDistApplySpec(ShardSpec spec) {
+  return std::make_unique<DistApplySpecPass>(std::move(spec));
+}
+
+void spmdc::dist::addShardPasses(OpPassManager &pm, ShardSpec spec,
+                                 bool partition) {
+  pm.addPass(createDistApplySpec(std::move(spec)));
+  pm.addPass(createDistPropagate());
+  if (partition)
+    pm.addPass(createDistPartition());
+}

@@ -1,35 +1,28 @@
-//===- Shard.cpp - the whole step on local shards (--dist-shard) ----------===//
+//===- Partition.cpp - the step on local shards (--dist-partition) --------===//
 //
-// Propagation then rewriting, function by function (@main, and the
-// @forward/@backward it calls, each with the shardings its caller passes):
-//
-//  - propagate: every value gets the dims part of a sharding, by forward
-//    and backward sweeps over the ops' sharding rules until nothing
-//    changes; a value's sharding only ever gains axes.
-//  - rewrite: each op runs on local shards. Its factors take their axes
-//    from its operands (activations before parameters, larger before
-//    smaller); operands that disagree are resharded; contracted sharded
-//    factors make the result a partial sum. A partial value with one use
-//    that is linear in it stays partial; otherwise it is reduced right
-//    away, to the sharding propagation chose for it (reduce-scatter where
-//    that shards a dim over the partial axis, all-reduce elsewhere).
+// Function by function (@main, and the @forward/@backward it calls), each op
+// runs on local shards. Its factors take their axes from its operands
+// (activations before parameters, larger before smaller), then from the
+// sharding propagation planned for its result; operands that disagree are
+// resharded; contracted sharded factors make the result a partial sum. A
+// partial value with one use that is linear in it stays partial; otherwise
+// it is reduced right away, to its planned sharding (reduce-scatter where
+// that shards a dim over the partial axis, all-reduce elsewhere).
 //
 //===----------------------------------------------------------------------===//
 
+#include "ShardingPlan.h"
 #include "spmdc/Dialect/Dist/Transforms/Passes.h"
-#include "spmdc/Dialect/Dist/Transforms/SpecPlacement.h"
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
-#include "llvm/ADT/DenseSet.h"
 
 #include <map>
 
 namespace spmdc::dist {
-#define GEN_PASS_DEF_DISTSHARD
+#define GEN_PASS_DEF_DISTPARTITION
 #include "spmdc/Dialect/Dist/Transforms/Passes.h.inc"
 } // namespace spmdc::dist
 
@@ -41,141 +34,6 @@ using tg::typeOf;
 
 namespace {
 
-using Axes = SmallVector<int>;
-/// Axes per factor of a rule.
-using FactorAxes = SmallVector<Axes>;
-
-int64_t bytesOf(Value v) {
-  RankedTensorType type = typeOf(v);
-  int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-  return type.getNumElements() * std::max<int64_t>(1, bits / 8);
-}
-
-/// A known sharding of one side of an op, offered to its factors.
-struct Source {
-  const SmallVector<SmallVector<int>> *factorsPerDim;
-  const TensorSharding *sharding;
-  /// Lower goes first: 0 activations, 1 parameters and state.
-  int priority;
-  int64_t bytes;
-};
-
-/// Gives factors the axes their sources are sharded on, first source first.
-/// A source extends what a factor already has (the same axes, then more)
-/// and contributes the longest prefix of its axes that no other factor
-/// uses and that divides the factor; a factor that must stay whole gets
-/// nothing. Factors the result keeps are settled before contracted ones. Axes in `parametersFirst` (sequence parallelism's) are settled
-/// first, with parameters ahead of activations: there the weights stay put
-/// and activations move.
-FactorAxes assignFactors(const ShardingRule &rule, SmallVector<Source> sources,
-                         const Mesh &mesh,
-                         const llvm::DenseSet<int> &parametersFirst = {}) {
-  auto byPriority = [](SmallVector<Source> list, bool swap) {
-    auto key = [&](const Source &s) {
-      // 0 activations and 1 parameters trade places; -1 (a result leading)
-      // and 2 (a result trailing) keep theirs.
-      return swap && (s.priority == 0 || s.priority == 1) ? 1 - s.priority
-                                                          : s.priority;
-    };
-    llvm::stable_sort(list, [&](const Source &a, const Source &b) {
-      return key(a) != key(b) ? key(a) < key(b) : a.bytes > b.bytes;
-    });
-    return list;
-  };
-  FactorAxes assigned(rule.factorSizes.size());
-  llvm::DenseSet<int> used;
-  auto assign = [&](ArrayRef<Source> ordered, bool firstPass,
-                    bool contractions) {
-    for (const Source &source : ordered) {
-      for (auto [dim, factors] : llvm::enumerate(*source.factorsPerDim)) {
-        Axes axes;
-        for (int a : source.sharding->dims[dim])
-          if (!firstPass || parametersFirst.contains(a))
-            axes.push_back(a);
-        if (axes.empty() || factors.empty())
-          continue;
-        int f = factors.front();
-        if (rule.isContraction(f) != contractions)
-          continue;
-        Axes &have = assigned[f];
-        // In the second pass `have` may hold first-pass axes the source
-        // lists too; compare on the axes this source offers.
-        if (rule.replicatedOnly[f] || axes.size() <= have.size() ||
-            ArrayRef<int>(axes).take_front(have.size()) != ArrayRef<int>(have))
-          continue;
-        for (int a : ArrayRef<int>(axes).drop_front(have.size())) {
-          Axes extended(have);
-          extended.push_back(a);
-          if (used.contains(a) ||
-              rule.factorSizes[f] % mesh.groupSize(extended) != 0)
-            break;
-          have.push_back(a);
-          used.insert(a);
-        }
-      }
-    }
-  };
-  // A result leading (-1) goes first and one trailing (2) last; among the
-  // operands, kept factors go before contracted ones: sharding a
-  // contraction leaves a partial sum to reduce, so it only takes axes the
-  // kept factors do not want.
-  auto run = [&](ArrayRef<Source> ordered, bool firstPass) {
-    auto group = [&](auto keep) {
-      SmallVector<Source> selected;
-      for (const Source &s : ordered)
-        if (keep(s.priority))
-          selected.push_back(s);
-      return selected;
-    };
-    auto leading = group([](int p) { return p < 0; });
-    auto operands = group([](int p) { return p == 0 || p == 1; });
-    auto trailing = group([](int p) { return p > 1; });
-    for (bool contractions : {false, true})
-      assign(leading, firstPass, contractions);
-    for (bool contractions : {false, true})
-      assign(operands, firstPass, contractions);
-    for (bool contractions : {false, true})
-      assign(trailing, firstPass, contractions);
-  };
-  if (!parametersFirst.empty())
-    run(byPriority(sources, /*swap=*/true), /*firstPass=*/true);
-  run(byPriority(sources, /*swap=*/false), /*firstPass=*/false);
-  return assigned;
-}
-
-/// The dims of a value whose dims span `factorsPerDim`, under `assigned`.
-TensorSharding shardingFromFactors(
-    const SmallVector<SmallVector<int>> &factorsPerDim,
-    const FactorAxes &assigned) {
-  TensorSharding s;
-  for (const auto &factors : factorsPerDim)
-    s.dims.push_back(factors.empty() ? Axes() : assigned[factors.front()]);
-  return s;
-}
-
-/// Makes `current` more specific where `proposed` extends a dim's axes
-/// (an empty dim, or the same axes followed by more) with axes no other dim
-/// uses; true if anything changed.
-bool refine(TensorSharding &current, const TensorSharding &proposed,
-            ArrayRef<int64_t> shape, const Mesh &mesh) {
-  bool changed = false;
-  for (auto [d, axes] : llvm::enumerate(proposed.dims)) {
-    ArrayRef<int> have = current.dims[d];
-    if (axes.size() <= have.size() ||
-        ArrayRef<int>(axes).take_front(have.size()) != have)
-      continue;
-    if (llvm::any_of(ArrayRef<int>(axes).drop_front(have.size()), [&](int a) {
-          return llvm::is_contained(current.shardedAxes(), a);
-        }))
-      continue;
-    if (shape[d] % mesh.groupSize(axes) != 0)
-      continue;
-    current.dims[d] = axes;
-    changed = true;
-  }
-  return changed;
-}
-
 class FunctionSharder;
 
 /// State shared by all functions of the module.
@@ -185,16 +43,14 @@ struct ModuleSharder {
   /// The phase of ops of @main when the step is not partitioned.
   llvm::DenseSet<Operation *> forwardOps;
   /// Mesh axes where parameters' shardings win over activations'.
-  llvm::DenseSet<int> parametersFirst;
+  llvm::DenseSet<int> parametersLead;
 
+  /// Partitions `fn`, whose arguments are the logical values named by
+  /// `argOrigins`; results are returned as `fn`'s result attributes say.
   LogicalResult shardFunction(func::FuncOp fn,
-                              ArrayRef<TensorSharding> argShardings,
                               ArrayRef<std::string> argOrigins,
                               ArrayRef<int> argPriorities,
-                              ArrayRef<std::string> returnedNames,
-                              ArrayRef<std::optional<TensorSharding>>
-                                  requiredResults,
-                              SmallVectorImpl<TensorSharding> &resultShardings);
+                              ArrayRef<std::string> returnedNames);
 };
 
 class FunctionSharder {
@@ -202,23 +58,15 @@ public:
   FunctionSharder(ModuleSharder &module, func::FuncOp fn)
       : module(module), mesh(module.mesh), fn(fn) {}
 
-  LogicalResult run(ArrayRef<TensorSharding> argShardings,
-                    ArrayRef<std::string> argOrigins,
+  LogicalResult run(ArrayRef<std::string> argOrigins,
                     ArrayRef<int> argPriorities,
-                    ArrayRef<std::string> returnedNames,
-                    ArrayRef<std::optional<TensorSharding>> requiredResults,
-                    SmallVectorImpl<TensorSharding> &resultShardings);
+                    ArrayRef<std::string> returnedNames);
 
 private:
-  //===--- Propagation ----------------------------------------------------===//
-  void propagate(ArrayRef<TensorSharding> argShardings,
-                 ArrayRef<int> argPriorities);
-  bool sweepForward(Operation *op);
-  bool sweepBackward(Operation *op);
-  SmallVector<Source> sourcesOf(Operation *op, const ShardingRule &rule,
-                                bool includeResult);
-
-  //===--- Rewriting ------------------------------------------------------===//
+  /// The sharding propagation planned for `v` (an argument, an op's result
+  /// or, for a function's results, what it returns).
+  FailureOr<TensorSharding> readPlan(ShardingAttr attr, Value v,
+                                     Operation *at);
   LogicalResult rewriteOp(Operation *op, OpBuilder &b);
   LogicalResult rewriteCall(func::CallOp call, OpBuilder &b);
   /// The local value of `v` resharded to `target` (memoized).
@@ -238,13 +86,10 @@ private:
   const Mesh &mesh;
   func::FuncOp fn;
   llvm::DenseMap<Value, TensorSharding> planned;
-  llvm::DenseSet<Value> fixed;
   llvm::DenseMap<Value, int> priority;
   std::vector<std::string> argOrigins;
   /// Names of values the caller returns under a name (the loss).
   llvm::DenseMap<Value, std::string> resultOrigins;
-  /// Shardings the caller needs returned values in.
-  llvm::DenseMap<Value, TensorSharding> requiredOf;
 
   /// The logical value's local form and its current sharding.
   llvm::DenseMap<Value, Value> local;
@@ -253,97 +98,15 @@ private:
   std::map<std::pair<void *, std::string>, Value> reshards;
 };
 
-//===----------------------------------------------------------------------===//
-// Propagation
-//===----------------------------------------------------------------------===//
-
-SmallVector<Source> FunctionSharder::sourcesOf(Operation *op,
-                                               const ShardingRule &rule,
-                                               bool includeResult) {
-  SmallVector<Source> sources;
-  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-    auto it = planned.find(operand);
-    if (it != planned.end())
-      sources.push_back({&rule.operands[i], &it->second,
-                         priority.lookup(operand), bytesOf(operand)});
-  }
-  if (includeResult) {
-    auto it = planned.find(op->getResult(0));
-    if (it != planned.end())
-      // The result's wishes rank after every operand's.
-      sources.push_back({&rule.result, &it->second, 2, 0});
-  }
-  return sources;
-}
-
-bool FunctionSharder::sweepForward(Operation *op) {
-  auto ruleOp = dyn_cast<tg::ShardingRuleOpInterface>(op);
-  if (!ruleOp)
-    return false;
-  ShardingRule rule = ruleOp.getShardingRule();
-  FactorAxes assigned = assignFactors(rule, sourcesOf(op, rule, false), mesh,
-                                      module.parametersFirst);
-  Value result = op->getResult(0);
-  TensorSharding proposed = shardingFromFactors(rule.result, assigned);
-  auto [it, inserted] = planned.try_emplace(
-      result, TensorSharding::replicated(typeOf(result).getRank()));
-  return refine(it->second, proposed, typeOf(result).getShape(), mesh) ||
-         inserted;
-}
-
-bool FunctionSharder::sweepBackward(Operation *op) {
-  auto ruleOp = dyn_cast<tg::ShardingRuleOpInterface>(op);
-  if (!ruleOp)
-    return false;
-  ShardingRule rule = ruleOp.getShardingRule();
-  SmallVector<Source> sources = sourcesOf(op, rule, true);
-  // From the consumer's side the result leads.
-  for (Source &s : sources)
-    s.priority = s.factorsPerDim == &rule.result ? -1 : s.priority;
-  FactorAxes assigned =
-      assignFactors(rule, sources, mesh, module.parametersFirst);
-  bool changed = false;
-  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-    if (fixed.contains(operand))
-      continue;
-    TensorSharding proposed = shardingFromFactors(rule.operands[i], assigned);
-    auto it = planned.find(operand);
-    if (it != planned.end())
-      changed |= refine(it->second, proposed, typeOf(operand).getShape(), mesh);
-  }
-  return changed;
-}
-
-void FunctionSharder::propagate(ArrayRef<TensorSharding> argShardings,
-                                ArrayRef<int> argPriorities) {
-  Block &body = fn.getBody().front();
-  for (auto [arg, sharding, p] :
-       llvm::zip(body.getArguments(), argShardings, argPriorities)) {
-    planned[arg] = sharding;
-    fixed.insert(arg);
-    priority[arg] = p;
-  }
-  // Activations (anything computed from data) lead; parameters, optimizer
-  // state and constants follow.
-  for (Operation &op : body.without_terminator())
-    for (Value result : op.getResults()) {
-      int p = 1;
-      for (Value operand : op.getOperands())
-        p = std::min(p, priority.lookup(operand));
-      priority[result] = op.getNumOperands() ? p : 1;
-    }
-
-  for (int sweep = 0; sweep < 16; ++sweep) {
-    bool changed = false;
-    for (Operation &op : body.without_terminator())
-      if (!isa<func::CallOp>(op))
-        changed |= sweepForward(&op);
-    for (Operation &op : llvm::reverse(body.without_terminator()))
-      if (!isa<func::CallOp>(op))
-        changed |= sweepBackward(&op);
-    if (!changed)
-      break;
-  }
+FailureOr<TensorSharding> FunctionSharder::readPlan(ShardingAttr attr,
+                                                    Value v, Operation *at) {
+  FailureOr<TensorSharding> s =
+      TensorSharding::fromAttr(attr, mesh, typeOf(v).getRank());
+  if (failed(s))
+    return at->emitError("has no valid '")
+           << kShardingAttr << "' for a value of type " << typeOf(v)
+           << ": run --dist-propagate first";
+  return s;
 }
 
 //===----------------------------------------------------------------------===//
@@ -559,7 +322,7 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
     sources.push_back({&rule.operands[i], &actual[operand],
                        priority.lookup(operand), bytesOf(operand)});
   FactorAxes assigned =
-      assignFactors(rule, sources, mesh, module.parametersFirst);
+      assignFactors(rule, sources, mesh, module.parametersLead);
 
   // Which partial operands may stay partial.
   SmallVector<unsigned> partialOperands;
@@ -594,8 +357,8 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
         return llvm::is_contained(
             actual[op->getOperand(partialOperands[0])].partial, a);
       });
-  sources.push_back({&rule.result, &plannedResult, 2, 0});
-  assigned = assignFactors(rule, sources, mesh, module.parametersFirst);
+  sources.push_back({&rule.result(), &plannedResult, kResultTrailing, 0});
+  assigned = assignFactors(rule, sources, mesh, module.parametersLead);
 
   std::string phase = phaseOf(op);
   SmallVector<Value> operands;
@@ -612,7 +375,7 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
     if (keepPartial && resultPartial.empty())
       resultPartial = actual[operand].partial;
   }
-  TensorSharding resultSharding = shardingFromFactors(rule.result, assigned);
+  TensorSharding resultSharding = shardingFromFactors(rule.result(), assigned);
   resultSharding.partial = resultPartial;
   for (auto [f, axes] : llvm::enumerate(assigned))
     if (!axes.empty() && rule.isContraction(f))
@@ -630,7 +393,9 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
 
   OperationState state(op->getLoc(), op->getName());
   state.addOperands(operands);
-  state.addAttributes(op->getAttrs());
+  for (NamedAttribute attr : op->getAttrs())
+    if (attr.getName() != kShardingAttr)
+      state.addAttribute(attr.getName(), attr.getValue());
   if (auto infer = op->getName().getRegisteredInfo()->getInterface<
                    InferTypeOpInterface>()) {
     SmallVector<Type> types;
@@ -652,63 +417,77 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
 LogicalResult FunctionSharder::rewriteCall(func::CallOp call, OpBuilder &b) {
   auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
       call, call.getCalleeAttr());
-  SmallVector<TensorSharding> argShardings;
   SmallVector<std::string> origins;
   SmallVector<int> priorities;
   SmallVector<Value> operands;
-  for (Value operand : call.getOperands()) {
+  for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
+    // The callee's argument as propagation planned it (a partial sum is
+    // reduced here, in the caller).
+    FailureOr<TensorSharding> s = readPlan(
+        callee.getArgAttrOfType<ShardingAttr>(i, kShardingAttr), operand,
+        callee);
+    if (failed(s))
+      return failure();
     priorities.push_back(priority.lookup(operand));
-    TensorSharding s = actual[operand];
-    s.partial.clear();
-    operands.push_back(reshard(b, operand, s, phaseOf(call)));
-    argShardings.push_back(s);
+    operands.push_back(reshard(b, operand, *s, phaseOf(call)));
     origins.push_back(originOf(operand));
-  }
-  // What @main must return in a given sharding, @backward returns so: the
-  // reshard then sits with the op that made the value (the update).
-  SmallVector<std::optional<TensorSharding>> required;
-  for (Value r : call.getResults()) {
-    auto it = requiredOf.find(r);
-    required.push_back(it == requiredOf.end()
-                           ? std::nullopt
-                           : std::optional<TensorSharding>(it->second));
   }
   SmallVector<std::string> returnedNames;
   for (Value r : call.getResults()) {
     auto it = resultOrigins.find(r);
     returnedNames.push_back(it == resultOrigins.end() ? "" : it->second);
   }
-  SmallVector<TensorSharding> resultShardings;
-  if (failed(module.shardFunction(callee, argShardings, origins, priorities,
-                                  returnedNames, required, resultShardings)))
+  if (failed(module.shardFunction(callee, origins, priorities, returnedNames)))
     return failure();
   auto newCall = func::CallOp::create(b, call.getLoc(), callee, operands);
-  for (auto [logical, value, s] :
-       llvm::zip(call.getResults(), newCall.getResults(), resultShardings)) {
+  for (auto [i, logical, value] :
+       llvm::enumerate(call.getResults(), newCall.getResults())) {
     local[logical] = value;
-    actual[logical] = s;
+    actual[logical] = *TensorSharding::fromAttr(
+        callee.getResultAttrOfType<ShardingAttr>(i, kShardingAttr), mesh,
+        typeOf(logical).getRank());
   }
   return success();
 }
 
-LogicalResult FunctionSharder::run(
-    ArrayRef<TensorSharding> argShardings, ArrayRef<std::string> origins,
-    ArrayRef<int> argPriorities, ArrayRef<std::string> returnedNames,
-    ArrayRef<std::optional<TensorSharding>> requiredResults,
-    SmallVectorImpl<TensorSharding> &resultShardings) {
+LogicalResult FunctionSharder::run(ArrayRef<std::string> origins,
+                                   ArrayRef<int> argPriorities,
+                                   ArrayRef<std::string> returnedNames) {
   argOrigins.assign(origins.begin(), origins.end());
   Block &body = fn.getBody().front();
-  for (auto [v, name] : llvm::zip(body.getTerminator()->getOperands(),
-                                  returnedNames))
+  Operation *ret = body.getTerminator();
+  for (auto [v, name] : llvm::zip(ret->getOperands(), returnedNames))
     if (!name.empty())
       resultOrigins[v] = name;
-  for (auto [v, required] :
-       llvm::zip(body.getTerminator()->getOperands(), requiredResults))
-    if (required)
-      requiredOf.try_emplace(v, *required);
-  propagate(argShardings, argPriorities);
-  // Results the caller needs in a given sharding pull propagation too.
-  Operation *ret = body.getTerminator();
+  assignPriorities(body, argPriorities, priority);
+
+  // The plan: arguments', results' and every op's sharding.
+  SmallVector<TensorSharding> argShardings, resultShardings;
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    auto s = readPlan(fn.getArgAttrOfType<ShardingAttr>(i, kShardingAttr),
+                      arg, fn);
+    if (failed(s))
+      return failure();
+    argShardings.push_back(*s);
+  }
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto s = readPlan(fn.getResultAttrOfType<ShardingAttr>(i, kShardingAttr),
+                      v, fn);
+    if (failed(s))
+      return failure();
+    resultShardings.push_back(*s);
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (isa<func::CallOp>(op))
+      continue;
+    if (op.getNumResults() != 1)
+      return op.emitError("the shard stage handles ops of one result");
+    auto s = readPlan(op.getAttrOfType<ShardingAttr>(kShardingAttr),
+                      op.getResult(0), &op);
+    if (failed(s))
+      return failure();
+    planned[op.getResult(0)] = *s;
+  }
 
   // The local block: arguments with local shapes.
   SmallVector<Type> argTypes;
@@ -742,15 +521,9 @@ LogicalResult FunctionSharder::run(
   }
 
   SmallVector<Value> results;
-  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-    TensorSharding target = requiredResults[i] ? *requiredResults[i]
-                                               : actual[v];
-    target.partial.clear();
-    if (!requiredResults[i] && !actual[v].partial.empty())
-      target = planned.lookup(v);
+  for (auto [v, target] : llvm::zip(ret->getOperands(), resultShardings)) {
     Operation *def = v.getDefiningOp();
     results.push_back(reshard(b, v, target, def ? phaseOf(def) : "forward"));
-    resultShardings.push_back(target);
   }
   func::ReturnOp::create(b, ret->getLoc(), results);
 
@@ -761,73 +534,45 @@ LogicalResult FunctionSharder::run(
   return success();
 }
 
-LogicalResult ModuleSharder::shardFunction(
-    func::FuncOp fn, ArrayRef<TensorSharding> argShardings,
-    ArrayRef<std::string> argOrigins, ArrayRef<int> argPriorities,
-    ArrayRef<std::string> returnedNames,
-    ArrayRef<std::optional<TensorSharding>> requiredResults,
-    SmallVectorImpl<TensorSharding> &resultShardings) {
-  return FunctionSharder(*this, fn).run(argShardings, argOrigins,
-                                        argPriorities, returnedNames,
-                                        requiredResults,
-                                        resultShardings);
+LogicalResult ModuleSharder::shardFunction(func::FuncOp fn,
+                                           ArrayRef<std::string> argOrigins,
+                                           ArrayRef<int> argPriorities,
+                                           ArrayRef<std::string> returnedNames) {
+  return FunctionSharder(*this, fn).run(argOrigins, argPriorities,
+                                        returnedNames);
 }
 
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
-struct DistShardPass : dist::impl::DistShardBase<DistShardPass> {
-  using DistShardBase::DistShardBase;
-  DistShardPass(ShardSpec spec) : spec(std::move(spec)) {}
-
+struct DistPartitionPass : dist::impl::DistPartitionBase<DistPartitionPass> {
   void runOnOperation() override {
     ModuleOp moduleOp = getOperation();
-    if (!spec) {
-      if (specFile.empty()) {
-        moduleOp.emitError("--dist-shard needs a shard spec (spec=FILE)");
-        return signalPassFailure();
-      }
-      spec = readShardSpec(specFile, getContext());
-      if (!spec)
-        return signalPassFailure();
-    }
     if (moduleOp->hasAttr(kMeshAttr)) {
-      moduleOp.emitError("the module is already sharded");
+      moduleOp.emitError("the module is already partitioned");
       return signalPassFailure();
     }
+    if (!moduleOp->hasAttr(kPlannedMeshAttr)) {
+      moduleOp.emitError("--dist-partition needs the module's '")
+          << kPlannedMeshAttr
+          << "': run --dist-apply-spec and --dist-propagate first";
+      return signalPassFailure();
+    }
+    FailureOr<Mesh> mesh = Mesh::of(moduleOp, kPlannedMeshAttr);
     func::FuncOp main = tg::getEntryFunction(moduleOp);
-    if (!main)
+    if (failed(mesh) || !main)
       return signalPassFailure();
+    ModuleSharder sharder{moduleOp, *mesh, {},
+                          parametersLeadAxes(moduleOp, *mesh)};
 
-    ModuleSharder sharder{moduleOp, meshOf(*spec), {}, {}};
-    for (auto &[axis, preset] : spec->presets)
-      if (preset == "sequence")
-        sharder.parametersFirst.insert(sharder.mesh.axisIndex(axis));
-    auto argShardings = placeArguments(main, *spec, sharder.mesh);
-    if (failed(argShardings))
-      return signalPassFailure();
-
-    // Results come back as the arguments they update went in; the loss and
-    // gradients replicated or as their parameter.
     auto args = tg::getArgumentInfos(main);
     auto results = tg::getResultInfos(main);
-    SmallVector<std::optional<TensorSharding>> required;
-    for (const tg::GraphValueInfo &r : results) {
-      std::optional<TensorSharding> s;
-      if (r.role == "loss")
-        s = TensorSharding::replicated(r.type.getRank());
-      for (auto [i, a] : llvm::enumerate(args))
-        if (a.name == r.name && (a.role == r.role ||
-                                 (r.role == "grad" && a.role == "param")))
-          s = (*argShardings)[i];
-      required.push_back(s);
-    }
     SmallVector<std::string> origins, returnedNames;
     SmallVector<int> priorities;
     for (const tg::GraphValueInfo &a : args) {
       origins.push_back(a.name);
-      priorities.push_back(a.role == "data" ? 0 : 1);
+      priorities.push_back(a.role == "data" ? kActivation : kParameter);
     }
     for (const tg::GraphValueInfo &r : results)
       returnedNames.push_back(r.name);
@@ -846,25 +591,36 @@ struct DistShardPass : dist::impl::DistShardBase<DistShardPass> {
         work.append(def->operand_begin(), def->operand_end());
     }
 
-    SmallVector<TensorSharding> resultShardings;
-    if (failed(sharder.shardFunction(main, *argShardings, origins, priorities,
-                                     returnedNames, required,
-                                     resultShardings)))
+    if (failed(sharder.shardFunction(main, origins, priorities,
+                                     returnedNames)))
       return signalPassFailure();
 
+    // Only @main's boundary keeps its shardings (without their origins):
+    // they say how each rank's tensor is a block of the logical one.
     MLIRContext *ctx = &getContext();
-    moduleOp->setAttr(kMeshAttr, sharder.mesh.toAttr(ctx));
-    for (auto [i, s] : llvm::enumerate(*argShardings))
-      main.setArgAttr(i, kShardingAttr, s.toAttr(ctx, sharder.mesh));
-    for (auto [i, s] : llvm::enumerate(resultShardings))
-      main.setResultAttr(i, kShardingAttr, s.toAttr(ctx, sharder.mesh));
+    auto boundary = [&](func::FuncOp fn, ShardingAttr attr) -> Attribute {
+      if (fn != main || !attr)
+        return nullptr;
+      return ShardingAttr::get(ctx, attr.getDims(), attr.getPartial(), {});
+    };
+    for (auto fn : moduleOp.getOps<func::FuncOp>()) {
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        if (Attribute attr = boundary(
+                fn, fn.getArgAttrOfType<ShardingAttr>(i, kShardingAttr)))
+          fn.setArgAttr(i, kShardingAttr, attr);
+        else
+          fn.removeArgAttr(i, kShardingAttr);
+      for (unsigned i = 0; i < fn.getNumResults(); ++i)
+        if (Attribute attr = boundary(
+                fn, fn.getResultAttrOfType<ShardingAttr>(i, kShardingAttr)))
+          fn.setResultAttr(i, kShardingAttr, attr);
+        else
+          fn.removeResultAttr(i, StringAttr::get(ctx, kShardingAttr));
+    }
+    moduleOp->setAttr(kMeshAttr, moduleOp->getAttr(kPlannedMeshAttr));
+    moduleOp->removeAttr(kPlannedMeshAttr);
+    moduleOp->removeAttr(kParametersLeadAttr);
   }
-
-  std::optional<ShardSpec> spec;
 };
 
 } // namespace
-
-std::unique_ptr<Pass> spmdc::dist::createDistShardPass(ShardSpec spec) {
-  return std::make_unique<DistShardPass>(std::move(spec));
-}

@@ -1,0 +1,78 @@
+//===- ShardingPlan.h - what propagation and partitioning share -*- C++ -*-===//
+//
+// The planned shardings as the IR carries them between --dist-propagate and
+// --dist-partition, and the one choice both make: which mesh axes an op's
+// factors take from the shardings offered by its operands and result.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_LIB_DIALECT_DIST_TRANSFORMS_SHARDINGPLAN_H
+#define SPMDC_LIB_DIALECT_DIST_TRANSFORMS_SHARDINGPLAN_H
+
+#include "spmdc/Dialect/Dist/IR/Dist.h"
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace spmdc::dist {
+
+using Axes = llvm::SmallVector<int>;
+/// Axes per factor of a rule.
+using FactorAxes = llvm::SmallVector<Axes>;
+
+/// Who leads when shardings disagree: lower goes first.
+enum SourcePriority : int {
+  /// The result, seen from its consumers (the backward sweep).
+  kResultLeading = -1,
+  /// Anything computed from data.
+  kActivation = 0,
+  /// Parameters, optimizer state and constants.
+  kParameter = 1,
+  /// The result's planned sharding, for factors the operands leave whole.
+  kResultTrailing = 2,
+};
+
+/// A known sharding of one side of an op, offered to its factors.
+struct Source {
+  const llvm::SmallVector<llvm::SmallVector<int>> *factorsPerDim;
+  const TensorSharding *sharding;
+  int priority;
+  int64_t bytes;
+};
+
+int64_t bytesOf(mlir::Value v);
+
+/// Gives factors the axes their sources are sharded on, first source first.
+/// A source extends what a factor already has (the same axes, then more)
+/// and contributes the longest prefix of its axes that no other factor
+/// uses and that divides the factor; a factor that must stay whole gets
+/// nothing. Factors the result keeps are settled before contracted ones.
+/// Axes in `parametersLead` are settled first, with parameters ahead of
+/// activations.
+FactorAxes assignFactors(const tg::ShardingRule &rule,
+                         llvm::SmallVector<Source> sources, const Mesh &mesh,
+                         const llvm::DenseSet<int> &parametersLead);
+
+/// The sharding of a value whose dims span `factorsPerDim`, under
+/// `assigned`.
+TensorSharding
+shardingFromFactors(const llvm::SmallVector<llvm::SmallVector<int>> &factorsPerDim,
+                    const FactorAxes &assigned);
+
+/// Each value's priority: an argument's as given, an op result the lowest
+/// of its operands' (kParameter for ops without operands).
+void assignPriorities(mlir::Block &body, llvm::ArrayRef<int> argPriorities,
+                      llvm::DenseMap<mlir::Value, int> &priority);
+
+/// The mesh axes of the module's dist.parameters_lead.
+llvm::DenseSet<int> parametersLeadAxes(mlir::ModuleOp module,
+                                       const Mesh &mesh);
+
+/// The #dist.sharding a function argument or an op's result carries.
+ShardingAttr plannedShardingAttr(mlir::Value value);
+
+} // namespace spmdc::dist
+
+#endif // SPMDC_LIB_DIALECT_DIST_TRANSFORMS_SHARDINGPLAN_H

@@ -1,0 +1,113 @@
+// RUN: split-file %s %t
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-apply-spec=spec=%t/ddp.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=DDP
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-apply-spec=spec=%t/megatron.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=TP
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=adamw" --dist-apply-spec=spec=%t/zero1.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=ZERO
+// RUN: spmdc-opt %t/planned.mlir --dist-partition | FileCheck %s --check-prefix=PLAN
+// RUN: not spmdc-opt %t/unplanned.mlir --dist-partition 2>&1 | FileCheck %s --check-prefix=UNPLANNED
+// RUN: not spmdc-opt %t/step.mlir --dist-partition 2>&1 | FileCheck %s --check-prefix=NOSPEC
+
+// Data parallel: local batch 4 of 8, the loss and each gradient all-reduced
+// once, in their phase, named after what they serve.
+// DDP: module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}}
+// DDP-LABEL: func.func @main
+// DDP-SAME: tensor<4x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}}>, tg.name = "x", tg.role = "data"}
+// DDP-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\[\], \[\]\]}}>, tg.name = "w1", tg.role = "param"}
+// DDP: tg.matmul %{{.*}}, %{{.*}} : tensor<4x4xf32>, tensor<4x6xf32>
+// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "loss", phase = "forward"} : tensor<f32>
+// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w2", phase = "backward"} : tensor<2x6xf32>
+// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w1", phase = "backward"} : tensor<6x4xf32>
+// DDP-NOT: dist.
+// DDP: return
+
+// Megatron: w1 column-parallel (its output features split), w2
+// row-parallel (its input features split): one all-reduce of the
+// row-parallel output, batch x 2, in the forward; none in the backward
+// (x is data: nothing needs its gradient).
+// TP-LABEL: func.func @main
+// TP-SAME: tensor<3x4xf32> {dist.sharding = #dist.sharding<{{\[\["tp"\], \[\]\]}}>, tg.name = "w1", tg.role = "param"}
+// TP-SAME: tensor<2x3xf32> {dist.sharding = #dist.sharding<{{\[\[\], \["tp"\]\]}}>, tg.name = "w2", tg.role = "param"}
+// TP: %[[H:.*]] = tg.matmul %{{.*}}, %{{.*}} : tensor<8x4xf32>, tensor<4x3xf32>
+// TP: %[[Y:.*]] = tg.matmul %{{.*}}, %{{.*}} : tensor<8x3xf32>, tensor<3x2xf32>
+// TP: dist.all_reduce %[[Y]] axes ["tp"] {origin = "activation", phase = "forward"} : tensor<8x2xf32>
+// TP-NOT: dist.
+// TP: return
+
+// ZeRO-1: optimizer state split on dim 0; gradients reduce-scattered into
+// it, updated parameters all-gathered back whole.
+// ZERO-LABEL: func.func @main
+// ZERO-SAME: tensor<3x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}}>, tg.name = "w1.exp_avg", tg.role = "state"}
+// ZERO-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "w1", phase = "backward"} : tensor<6x4xf32> -> tensor<3x4xf32>
+// ZERO-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "w2", phase = "backward"} : tensor<2x6xf32> -> tensor<1x6xf32>
+// ZERO-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "w1", phase = "optimizer"} : tensor<3x4xf32> -> tensor<6x4xf32>
+// ZERO-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "w2", phase = "optimizer"} : tensor<1x6xf32> -> tensor<2x6xf32>
+// ZERO-NOT: dist.all_reduce %{{.*}} {origin = "w
+
+
+// The partitioner follows whatever plan the IR carries, here one written
+// by hand where propagation would have left everything whole: y is
+// computed on a slice of x (no traffic), and the contraction over a split
+// k is reduce-scattered into z's planned row split (an all-reduce where
+// the plan wants it whole).
+// PLAN: module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}}
+// PLAN-LABEL: func.func @main
+// PLAN: %[[XS:.*]] = dist.local_slice %arg0 axes ["dp"] dim 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+// PLAN: %[[Y:.*]] = tg.matmul %[[XS]], %arg1 : tensor<4x4xf32>, tensor<4x2xf32>
+// PLAN: %[[P:.*]] = tg.matmul %{{.*}}, %{{.*}} : tensor<8x2xf32>, tensor<2x2xf32>
+// PLAN: %[[Z:.*]] = dist.reduce_scatter %[[P]] axes ["dp"] dim 0 {{.*}} : tensor<8x2xf32> -> tensor<4x2xf32>
+// PLAN: %[[W:.*]] = dist.all_reduce %{{.*}} axes ["dp"] {{.*}} : tensor<8x2xf32>
+// PLAN: return %[[Y]], %[[Z]], %[[W]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<8x2xf32>
+// PLAN-NOT: from
+
+// UNPLANNED: error: has no valid 'dist.sharding' for a value of type 'tensor<8x2xf32>': run --dist-propagate first
+// NOSPEC: error: --dist-partition needs the module's 'dist.planned_mesh': run --dist-apply-spec and --dist-propagate first
+
+//--- planned.mlir
+module attributes {dist.planned_mesh = {axes = ["dp"], shape = array<i64: 2>}} {
+  func.func @main(%x: tensor<8x4xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "x", tg.role = "data"},
+                  %w: tensor<4x2xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "w", tg.role = "param"},
+                  %a: tensor<8x4xf32> {dist.sharding = #dist.sharding<[[], ["dp"]]>, tg.name = "a", tg.role = "data"},
+                  %b: tensor<4x2xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "b", tg.role = "param"})
+      -> (tensor<8x2xf32> {dist.sharding = #dist.sharding<[["dp"], []] from "by hand">, tg.name = "y", tg.role = "output"},
+          tensor<8x2xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "z", tg.role = "output"},
+          tensor<8x2xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "v", tg.role = "output"}) {
+    %y = tg.matmul %x, %w {dist.sharding = #dist.sharding<[["dp"], []] from "by hand">} : tensor<8x4xf32>, tensor<4x2xf32>
+    %z = tg.matmul %a, %b {dist.sharding = #dist.sharding<[["dp"], []]>} : tensor<8x4xf32>, tensor<4x2xf32>
+    %v = tg.matmul %a, %b {dist.sharding = #dist.sharding<[[], []]>} : tensor<8x4xf32>, tensor<4x2xf32>
+    return %y, %z, %v : tensor<8x2xf32>, tensor<8x2xf32>, tensor<8x2xf32>
+  }
+}
+//--- unplanned.mlir
+module attributes {dist.planned_mesh = {axes = ["dp"], shape = array<i64: 2>}} {
+  func.func @main(%x: tensor<8x4xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "x", tg.role = "data"},
+                  %w: tensor<4x2xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "w", tg.role = "param"})
+      -> (tensor<8x2xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "y", tg.role = "output"}) {
+    %y = tg.matmul %x, %w : tensor<8x4xf32>, tensor<4x2xf32>
+    return %y : tensor<8x2xf32>
+  }
+}
+//--- step.mlir
+func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = "data"},
+                %w1: tensor<6x4xf32> {tg.name = "w1", tg.role = "param"},
+                %w2: tensor<2x6xf32> {tg.name = "w2", tg.role = "param"})
+    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+  %w1t = tg.transpose %w1 perm [1, 0] : tensor<6x4xf32>
+  %h = tg.matmul %x, %w1t : tensor<8x4xf32>, tensor<4x6xf32>
+  %a = tg.tanh %h : tensor<8x6xf32>
+  %w2t = tg.transpose %w2 perm [1, 0] : tensor<2x6xf32>
+  %y = tg.matmul %a, %w2t : tensor<8x6xf32>, tensor<6x2xf32>
+  %s = tg.mul %y, %y : tensor<8x2xf32>, tensor<8x2xf32>
+  %l = tg.sum %s dims [0, 1] : tensor<8x2xf32>
+  return %l : tensor<f32>
+}
+//--- ddp.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "presets": {"dp": "ddp"}}
+//--- megatron.json
+{"version": 1, "mesh": {"axes": ["tp"], "shape": [2]}, "presets": {"tp": "megatron"}}
+//--- zero1.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "presets": {"dp": "zero1"}}
+//--- uneven.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [3]}, "presets": {"dp": "ddp"}}
+//--- unknown.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "tensors": {"w3": {"dp": "S(0)"}}}
+//--- partial.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "tensors": {"w1": {"dp": "P"}}}
