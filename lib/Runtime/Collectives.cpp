@@ -906,7 +906,7 @@ void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
   // is installed.
   const spmd_rt_transport *transport = state().transport;
   switch (kind) {
-  case 0: {
+  case SPMD_COLLECTIVE_ALL_REDUCE: {
     int64_t count = 1;
     for (int64_t size : in.shape)
       count *= size;
@@ -914,22 +914,22 @@ void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
     allReduce(out.data, count, dtype, axes.data(), numAxes, transport);
     return;
   }
-  case 1:
+  case SPMD_COLLECTIVE_ALL_GATHER:
     allGather(in.data, out.data, rank, in.shape.data(),
               static_cast<int32_t>(dim), dtype, axes.data(), numAxes,
               transport);
     return;
-  case 2:
+  case SPMD_COLLECTIVE_REDUCE_SCATTER:
     reduceScatter(in.data, out.data, rank, in.shape.data(),
                   static_cast<int32_t>(dim), dtype, axes.data(), numAxes,
                   transport);
     return;
-  case 3:
+  case SPMD_COLLECTIVE_ALL_TO_ALL:
     allToAll(in.data, out.data, rank, in.shape.data(),
              static_cast<int32_t>(dim), static_cast<int32_t>(dim2), dtype,
              axes.data(), numAxes, transport);
     return;
-  case 4:
+  case SPMD_COLLECTIVE_LOCAL_SLICE:
     spmd_local_slice(in.data, out.data, rank, in.shape.data(),
                      static_cast<int32_t>(dim), dtype, axes.data(), numAxes);
     return;

@@ -4,14 +4,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <iostream>
-
-#include <sched.h>
 
 namespace spmdc {
 
-std::optional<int> parseRunOptions(int argc, char **argv, RunOptions &options) {
+std::optional<int> parseRunOptions(int argc, char **argv,
+                                   runner::RunOptions &options,
+                                   std::string &logLevel) {
   CLI::App app{"spmd-run: runs a compiled spmdc module on N ranks, or any "
                "stage's IR through the reference interpreter (--interpret).\n"
                "stdout carries one 'step K loss X' line per step; logs go to "
@@ -58,7 +57,7 @@ std::optional<int> parseRunOptions(int argc, char **argv, RunOptions &options) {
         }
         return "--threads takes a positive number or 'all', got '" + v + "'";
       });
-  app.add_option("--log-level", options.logLevel, "log level (stderr)")
+  app.add_option("--log-level", logLevel, "log level (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   try {
     app.parse(argc, argv);
@@ -71,15 +70,6 @@ std::optional<int> parseRunOptions(int argc, char **argv, RunOptions &options) {
     return 2;
   }
   return std::nullopt;
-}
-
-int gemmThreads(const RunOptions &options, int localRanks) {
-  if (options.threads != "all")
-    return std::max(1, std::stoi(options.threads));
-  cpu_set_t cores;
-  int available =
-      sched_getaffinity(0, sizeof(cores), &cores) == 0 ? CPU_COUNT(&cores) : 1;
-  return std::max(1, available / std::max(1, localRanks));
 }
 
 } // namespace spmdc

@@ -29,6 +29,8 @@
 #ifndef SPMDC_RUNTIME_COLLECTIVES_H
 #define SPMDC_RUNTIME_COLLECTIVES_H
 
+#include "spmdc/Runtime/CollectiveKind.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -168,9 +170,10 @@ int spmd_local_slice(const void *in, void *out, int32_t rank,
 /// What compiled code calls (--convert-dist-to-runtime): one collective on
 /// buffers passed as unranked memrefs (rank, then a pointer to the
 /// descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}),
-/// contiguous. `kind`: 0 all-reduce (out = the sum of the members' in), 1
-/// all-gather along `dim`, 2 reduce-scatter along `dim`, 3 all-to-all
-/// splitting `dim` and concatenating `dim2`, 4 local slice along `dim`.
+/// contiguous. `kind`: an spmd_collective_kind (CollectiveKind.h): 0
+/// all-reduce (out = the sum of the members' in), 1 all-gather along `dim`,
+/// 2 reduce-scatter along `dim`, 3 all-to-all splitting `dim` and
+/// concatenating `dim2`, 4 local slice along `dim`.
 /// `axes`: the mesh axes, four bits each, first listed lowest, each plus
 /// one (0 ends the list). One function per element type.
 void spmd_collective_f32(int32_t kind, int64_t dim, int64_t dim2, int64_t axes,

@@ -11,6 +11,7 @@
 
 #include "spmdc/Conversion/Passes.h"
 #include "spmdc/Dialect/Dist/IR/Dist.h"
+#include "spmdc/Runtime/CollectiveKind.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -24,33 +25,28 @@ using namespace spmdc;
 
 namespace {
 
-/// The runtime's codes for the collectives (spmd_collective in
-/// Collectives.h).
-enum CollectiveKind : int32_t {
-  kAllReduce = 0,
-  kAllGather = 1,
-  kReduceScatter = 2,
-  kAllToAll = 3,
-  kLocalSlice = 4,
-};
-
+/// A collective as the runtime call takes it: its kind and its dims.
 struct Collective {
-  CollectiveKind kind;
+  spmd_collective_kind kind;
   int64_t dim = 0, dim2 = 0;
 };
 
 std::optional<Collective> describe(Operation *op) {
   if (isa<dist::AllReduceOp>(op))
-    return Collective{kAllReduce};
+    return Collective{SPMD_COLLECTIVE_ALL_REDUCE};
   if (auto gather = dyn_cast<dist::AllGatherOp>(op))
-    return Collective{kAllGather, static_cast<int64_t>(gather.getDim())};
+    return Collective{SPMD_COLLECTIVE_ALL_GATHER,
+                      static_cast<int64_t>(gather.getDim())};
   if (auto scatter = dyn_cast<dist::ReduceScatterOp>(op))
-    return Collective{kReduceScatter, static_cast<int64_t>(scatter.getDim())};
+    return Collective{SPMD_COLLECTIVE_REDUCE_SCATTER,
+                      static_cast<int64_t>(scatter.getDim())};
   if (auto a2a = dyn_cast<dist::AllToAllOp>(op))
-    return Collective{kAllToAll, static_cast<int64_t>(a2a.getSplitDim()),
+    return Collective{SPMD_COLLECTIVE_ALL_TO_ALL,
+                      static_cast<int64_t>(a2a.getSplitDim()),
                       static_cast<int64_t>(a2a.getConcatDim())};
   if (auto slice = dyn_cast<dist::LocalSliceOp>(op))
-    return Collective{kLocalSlice, static_cast<int64_t>(slice.getDim())};
+    return Collective{SPMD_COLLECTIVE_LOCAL_SLICE,
+                      static_cast<int64_t>(slice.getDim())};
   return std::nullopt;
 }
 

@@ -1,19 +1,21 @@
 //===- CompiledStep.cpp - a module's step, JIT-compiled -------------------===//
 
-#include "CompiledStep.h"
+#include "spmdc/Runner/CompiledStep.h"
 
+#include "spmdc/Pipeline/NativeCode.h"
+#include "spmdc/Runner/CudaRuntimeLibrary.h"
 #include "spmdc/Runtime/BFloat16.h"
 #include "spmdc/Runtime/Blas.h"
 #include "spmdc/Runtime/MemRefCopy.h"
 #include "spmdc/Runtime/SafeTensors.h"
 #ifdef SPMDC_HAVE_MPI
-#include "spmdc/Pipeline/NativeCode.h"
 #include "spmdc/Runtime/Collectives.h"
 #endif
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
@@ -42,7 +44,7 @@
 
 using namespace mlir;
 
-namespace spmdc {
+namespace spmdc::runner {
 
 namespace {
 
@@ -612,4 +614,4 @@ bool CompiledStep::run(std::vector<interp::Tensor> &results,
   return true;
 }
 
-} // namespace spmdc
+} // namespace spmdc::runner

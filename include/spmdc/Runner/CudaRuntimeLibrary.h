@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SPMDC_TOOLS_SPMD_RUN_CUDARUNTIMELIBRARY_H
-#define SPMDC_TOOLS_SPMD_RUN_CUDARUNTIMELIBRARY_H
+#ifndef SPMDC_RUNNER_CUDARUNTIMELIBRARY_H
+#define SPMDC_RUNNER_CUDARUNTIMELIBRARY_H
 
 #include <cstdint>
 #include <memory>
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace spmdc {
+namespace spmdc::runner {
 
 class CudaRuntimeLibrary {
 public:
@@ -52,6 +52,6 @@ private:
   std::string device;
 };
 
-} // namespace spmdc
+} // namespace spmdc::runner
 
-#endif // SPMDC_TOOLS_SPMD_RUN_CUDARUNTIMELIBRARY_H
+#endif // SPMDC_RUNNER_CUDARUNTIMELIBRARY_H

@@ -7,16 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SPMDC_TOOLS_SPMD_RUN_COMPILEDSTEP_H
-#define SPMDC_TOOLS_SPMD_RUN_COMPILEDSTEP_H
-
-#include "CudaRuntimeLibrary.h"
+#ifndef SPMDC_RUNNER_COMPILEDSTEP_H
+#define SPMDC_RUNNER_COMPILEDSTEP_H
 
 #include "spmdc/Interpreter/Kernels.h"
 #include "spmdc/Module/ModuleFile.h"
 #include "spmdc/Runtime/SafeTensors.h"
-
-#include "mlir/IR/MLIRContext.h"
 
 #include <memory>
 #include <optional>
@@ -24,12 +20,15 @@
 
 namespace mlir {
 class ExecutionEngine;
+class MLIRContext;
 } // namespace mlir
 namespace llvm::orc {
 class LLJIT;
 } // namespace llvm::orc
 
-namespace spmdc {
+namespace spmdc::runner {
+
+class CudaRuntimeLibrary;
 
 class CompiledStep {
 public:
@@ -109,6 +108,6 @@ private:
   std::string cacheFile;
 };
 
-} // namespace spmdc
+} // namespace spmdc::runner
 
-#endif // SPMDC_TOOLS_SPMD_RUN_COMPILEDSTEP_H
+#endif // SPMDC_RUNNER_COMPILEDSTEP_H

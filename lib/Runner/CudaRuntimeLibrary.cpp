@@ -1,6 +1,6 @@
 //===- CudaRuntimeLibrary.cpp - the CUDA runtime, opened on demand --------===//
 
-#include "CudaRuntimeLibrary.h"
+#include "spmdc/Runner/CudaRuntimeLibrary.h"
 
 #ifdef SPMDC_HAVE_MPI
 #include "spmdc/Runtime/Collectives.h"
@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 
-namespace spmdc {
+namespace spmdc::runner {
 
 namespace {
 
@@ -137,4 +137,4 @@ CudaRuntimeLibrary::~CudaRuntimeLibrary() {
   // transport may still point into it until the process ends.
 }
 
-} // namespace spmdc
+} // namespace spmdc::runner

@@ -1,0 +1,58 @@
+//===- Inputs.h - the step's logical inputs, block by block -----*- C++ -*-===//
+//
+// Each input of the step is a logical tensor: from a --params or --data
+// file where the file has it, else from the initial values the module or
+// program carries, else the deterministic initialisation (Init.h). A rank
+// reads or generates only its own block of it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_RUNNER_INPUTS_H
+#define SPMDC_RUNNER_INPUTS_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace spmdc::interp {
+struct Tensor;
+} // namespace spmdc::interp
+namespace spmdc::rt {
+class SafeTensorsReader;
+} // namespace spmdc::rt
+namespace spmdc::tg {
+struct GraphValueInfo;
+} // namespace spmdc::tg
+
+namespace spmdc::runner {
+
+class InputBuilder {
+public:
+  /// `seed`: the deterministic initialisation's.
+  explicit InputBuilder(uint64_t seed);
+  ~InputBuilder();
+
+  /// Initial values a compiled module carries: its weights section.
+  std::unique_ptr<rt::SafeTensorsReader> moduleWeights;
+
+  /// Opens the --params and --data files (empty: none); false with `error`
+  /// set on failure.
+  bool openFiles(const std::string &paramsPath, const std::string &dataPath,
+                 std::string &error);
+
+  /// Builds the block at `offsets` of `sizes` of the logical tensor `info`
+  /// describes; false with `error` set.
+  bool build(const tg::GraphValueInfo &info,
+             const std::vector<int64_t> &offsets,
+             const std::vector<int64_t> &sizes, interp::Tensor &block,
+             std::string &error);
+
+private:
+  uint64_t seed;
+  std::unique_ptr<rt::SafeTensorsReader> params, data;
+};
+
+} // namespace spmdc::runner
+
+#endif // SPMDC_RUNNER_INPUTS_H

@@ -1,0 +1,36 @@
+//===- Relaunch.h - this process among the ranks of a job -------*- C++ -*-===//
+//
+// A module of several ranks runs one process per rank under mpirun: the
+// runner started alone starts itself under mpirun, and each rank finds its
+// own number in mpirun's environment. Every rank checks the same inputs, so
+// only rank 0 reports what is wrong with them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_RUNNER_RELAUNCH_H
+#define SPMDC_RUNNER_RELAUNCH_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace spmdc::runner {
+
+/// This process's rank when mpirun started it, else nullopt.
+std::optional<int> mpirunRank();
+
+/// Prints `spmd-run: error: <message>` (on rank 0 only under mpirun) and
+/// gives the exit code of bad input, 1.
+int fail(const std::string &message);
+
+/// Starts `ranks` copies of this executable under mpirun with the command
+/// line `argv` (`input` replaced by a file holding `inputBytes` when it is
+/// "-", stdin) and gives their exit code: 0, or 1 when any failed.
+int launchRanks(int argc, char **argv, const std::string &input,
+                llvm::StringRef inputBytes, int64_t ranks);
+
+} // namespace spmdc::runner
+
+#endif // SPMDC_RUNNER_RELAUNCH_H

@@ -1,0 +1,54 @@
+//===- Runner.h - run a training step for K steps ---------------*- C++ -*-===//
+//
+// What spmd-run does, as a library: reads a compiled module or IR, starts
+// its ranks under mpirun when it has several, builds each rank's block of
+// the logical inputs, runs the step K times, prints `step K loss X` on
+// stdout and saves the logical parameters and outputs. Plain C++ here, so
+// that a command line parsed with CLI11 (RTTI, exceptions) can include it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_RUNNER_RUNNER_H
+#define SPMDC_RUNNER_RUNNER_H
+
+#include <cstdint>
+#include <string>
+
+namespace spmdc::runner {
+
+struct RunOptions {
+  /// The module or IR file, "-" for stdin.
+  std::string input;
+  int nranks = 1;
+  int steps = 1;
+  /// safetensors files of logical parameters (and optimizer state) and of
+  /// data inputs, by name; empty: none.
+  std::string params;
+  std::string data;
+  /// Seed of the deterministic values of tensors no file gives.
+  uint64_t seed = 0;
+  /// Where to write the logical parameters after the last step, and the
+  /// last step's other outputs; empty: nowhere.
+  std::string saveParams;
+  std::string saveOutputs;
+  /// Run IR of any stage through the reference interpreter.
+  bool interpret = false;
+  /// Interpreter: compute in f64 instead of each op's dtype.
+  bool f64 = false;
+  /// LLVM's optimisation level for a compiled module's JIT.
+  int optLevel = 1;
+  /// GEMM threads per rank: a number, or "all" (this process's cores over
+  /// the ranks on its node).
+  std::string threads = "1";
+};
+
+/// Runs `options.input` for `options.steps` steps and gives the exit code:
+/// 0, or 1 after an error printed to stderr (`spmd-run: error: ...`). A
+/// module of several ranks started outside mpirun starts itself under
+/// mpirun with the command line `argv` (the module from stdin passed on in
+/// a file) and gives that job's code.
+int run(const RunOptions &options, int argc, char **argv);
+
+} // namespace spmdc::runner
+
+#endif // SPMDC_RUNNER_RUNNER_H

@@ -1,0 +1,165 @@
+//===- Inputs.cpp - the step's logical inputs, block by block -------------===//
+
+#include "spmdc/Runner/Inputs.h"
+
+#include "spmdc/Interpreter/Kernels.h"
+#include "spmdc/Runner/StepSignature.h"
+#include "spmdc/Runtime/Init.h"
+#include "spmdc/Runtime/SafeTensors.h"
+#include "spmdc/Runtime/StoredTensor.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using spmdc::interp::Tensor;
+
+namespace spmdc::runner {
+
+namespace {
+
+std::string shapeString(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// Reads the block at `offsets` of `sizes` of `info`'s tensor in `file`,
+/// which must have the logical shape.
+bool readFromFile(rt::SafeTensorsReader &file, const tg::GraphValueInfo &info,
+                  const std::vector<int64_t> &offsets,
+                  const std::vector<int64_t> &sizes, Tensor &block,
+                  std::string &error) {
+  const rt::TensorInfo *stored = file.find(info.name);
+  std::vector<int64_t> shape(info.type.getShape().begin(),
+                             info.type.getShape().end());
+  if (stored->shape != shape) {
+    error = file.path() + ": tensor '" + info.name + "' has shape " +
+            shapeString(stored->shape) + " but the program expects " +
+            shapeString(shape);
+    return false;
+  }
+  return file.readSliceAsDouble(info.name, offsets, sizes, block.data, error);
+}
+
+} // namespace
+
+InputBuilder::InputBuilder(uint64_t seed) : seed(seed) {}
+
+InputBuilder::~InputBuilder() = default;
+
+bool InputBuilder::openFiles(const std::string &paramsPath,
+                             const std::string &dataPath, std::string &error) {
+  if (!paramsPath.empty() &&
+      !(params = rt::SafeTensorsReader::open(paramsPath, error)))
+    return false;
+  if (!dataPath.empty() &&
+      !(data = rt::SafeTensorsReader::open(dataPath, error)))
+    return false;
+  return true;
+}
+
+bool InputBuilder::build(const tg::GraphValueInfo &info,
+                         const std::vector<int64_t> &offsets,
+                         const std::vector<int64_t> &sizes, Tensor &block,
+                         std::string &error) {
+  std::vector<int64_t> shape(info.type.getShape().begin(),
+                             info.type.getShape().end());
+  if (info.type.getNumElements() > (int64_t(1) << 30)) {
+    error = "input '" + info.name + "' has " +
+            std::to_string(info.type.getNumElements()) +
+            " elements; spmd-run holds up to 2^30 per tensor";
+    return false;
+  }
+  block = Tensor(sizes);
+  rt::SafeTensorsReader *file = info.role == "data" ? data.get() : params.get();
+  if (file && file->find(info.name))
+    return readFromFile(*file, info, offsets, sizes, block, error);
+  // Initial values a module carries (a torch.export archive's weights).
+  bool initialized = info.role == "param" || info.role == "state";
+  if (initialized && moduleWeights && moduleWeights->find(info.name))
+    return readFromFile(*moduleWeights, info, offsets, sizes, block, error);
+  // Initial values the program refers to, read in place from their file.
+  if (info.initRef) {
+    std::optional<rt::DType> dtype = dtypeOf(info.type.getElementType());
+    if (!dtype) {
+      error = "'" + info.name + "' has an initial value of an unsupported "
+              "dtype";
+      return false;
+    }
+    rt::StoredTensor stored;
+    stored.path = info.initRef->file;
+    stored.dataOffset = info.initRef->offset;
+    stored.dataBytes = info.initRef->bytes;
+    stored.dtype = *dtype;
+    stored.shape = shape;
+    stored.strides = info.initRef->strides;
+    stored.storageOffset = info.initRef->storageOffset;
+    if (!rt::readStoredBlock(stored, offsets, sizes, block.data, error)) {
+      error = "the initial value of '" + info.name + "' (" +
+              info.initRef->entry + "): " + error;
+      return false;
+    }
+    return true;
+  }
+  // Weights the program carries as a literal.
+  if (info.initialValue) {
+    auto dense = llvm::dyn_cast<DenseElementsAttr>(info.initialValue);
+    if (!dense) {
+      error = "parameter '" + info.name + "' has an unreadable initial value";
+      return false;
+    }
+    auto initShape = dense.getType().getShape();
+    if (std::vector<int64_t>(initShape.begin(), initShape.end()) != shape) {
+      error = "parameter '" + info.name + "' has an initial value of shape " +
+              shapeString(initShape) + " but the program expects " +
+              shapeString(shape);
+      return false;
+    }
+    Tensor logical(shape);
+    size_t i = 0;
+    if (llvm::isa<FloatType>(dense.getElementType()))
+      for (const APFloat &v : dense.getValues<APFloat>())
+        logical.data[i++] = v.convertToDouble();
+    else
+      for (const APInt &v : dense.getValues<APInt>())
+        logical.data[i++] = static_cast<double>(v.getSExtValue());
+    block = logical;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (sizes[d] != shape[d])
+        block = interp::slice(block, d, offsets[d], offsets[d] + sizes[d], 1);
+    return true;
+  }
+  // A --params file must hold every parameter: a missing one is far more
+  // likely a wrong file than a wish for random values.
+  if (file && info.role == "param") {
+    error = file->path() + ": has no tensor '" + info.name + "'";
+    return false;
+  }
+  int kind = SPMD_INIT_ZERO;
+  int64_t bound = 0;
+  if (info.role == "param") {
+    kind = SPMD_INIT_PARAM;
+  } else if (info.role == "data") {
+    if (llvm::isa<FloatType>(info.type.getElementType())) {
+      kind = SPMD_INIT_DATA;
+    } else if (info.type.getElementType().isInteger(1)) {
+      kind = SPMD_INIT_INDEX;
+      bound = 2;
+    } else if (info.indexBound) {
+      kind = SPMD_INIT_INDEX;
+      bound = *info.indexBound;
+    } else {
+      error = "integer input '" + info.name +
+              "' has no known range (no embedding or loss uses it): give "
+              "it in --data";
+      return false;
+    }
+  }
+  spmd_init_block(seed, info.name.c_str(), shape.data(),
+                  static_cast<int32_t>(shape.size()), kind, bound,
+                  offsets.data(), sizes.data(), block.data.data());
+  return true;
+}
+
+} // namespace spmdc::runner

@@ -1,0 +1,415 @@
+//===- Runner.cpp - run a training step for K steps -----------------------===//
+//
+// Reads the step's signature (a compiled module's header, or IR's @main),
+// starts the ranks under mpirun where the module has several, gives each
+// rank its block of the logical inputs, runs the step K times on all ranks
+// feeding updated parameters and optimizer state back by name, prints
+// `step K loss X` on stdout and saves the logical parameters and outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "spmdc/Runner/Runner.h"
+
+#include "spmdc/InitAll.h"
+#include "spmdc/Interpreter/Interpreter.h"
+#include "spmdc/Module/ModuleFile.h"
+#include "spmdc/Runner/CompiledStep.h"
+#include "spmdc/Runner/CudaRuntimeLibrary.h"
+#include "spmdc/Runner/Inputs.h"
+#include "spmdc/Runner/Relaunch.h"
+#include "spmdc/Runner/SavedTensors.h"
+#include "spmdc/Runner/ScatterGather.h"
+#include "spmdc/Runner/StepSignature.h"
+#ifdef SPMDC_HAVE_MPI
+#include "spmdc/Runtime/Collectives.h"
+#endif
+#include "spmdc/Runtime/SafeTensors.h"
+#include "spmdc/Support/Diagnostics.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include <sched.h>
+
+using namespace mlir;
+using spmdc::interp::Tensor;
+
+namespace spmdc::runner {
+
+namespace {
+
+/// The GEMM threads `options.threads` asks of a process that is one of
+/// `localRanks` ranks on its node.
+int gemmThreads(const RunOptions &options, int localRanks) {
+  if (options.threads != "all")
+    return std::max(1, std::stoi(options.threads));
+  cpu_set_t cores;
+  int available =
+      sched_getaffinity(0, sizeof(cores), &cores) == 0 ? CPU_COUNT(&cores) : 1;
+  return std::max(1, available / std::max(1, localRanks));
+}
+
+DialectRegistry allDialects() {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  return registry;
+}
+
+/// One run, phase by phase; each phase gives an exit code where the run
+/// ends there.
+class Run {
+public:
+  Run(const RunOptions &options, int argc, char **argv)
+      : options(options), argc(argc), argv(argv), context(allDialects()),
+        inputs(options.seed) {
+    context.loadAllAvailableDialects();
+  }
+  ~Run() {
+    if (!stdinCopy.empty())
+      llvm::sys::fs::remove(stdinCopy);
+  }
+
+  int run();
+
+private:
+  /// The step's signature and how to run it: a compiled module (which may
+  /// start its ranks under mpirun here), or IR for the interpreter.
+  std::optional<int> openModule();
+  std::optional<int> openProgram();
+  /// A compiled module's step, opened before its inputs are built so that
+  /// each goes straight into the step's buffer of its dtype.
+  std::optional<int> openCompiledStep();
+  /// Each local rank's block of each input, read or generated on its own.
+  std::optional<int> buildInputs();
+  /// Results that feed the next step: updated parameters and optimizer
+  /// state go back to the argument of the same role and name.
+  std::optional<int> matchFeedback();
+  std::optional<int> runSteps();
+  std::optional<int> save();
+  /// One step on all local ranks.
+  FailureOr<RankValues> runStep();
+
+  const RunOptions &options;
+  int argc;
+  char **argv;
+  MLIRContext context;
+  std::string errorMessage;
+  llvm::SourceMgr sourceMgr;
+  llvm::StringRef inputBytes;
+  std::optional<ToolDiagnosticHandler> diagnostics;
+  StepSignature signature;
+  /// Set for a module of several ranks run under mpirun: this process is
+  /// one rank, and gathers what it prints or saves from the others.
+  bool underMpi = false;
+  std::optional<ModuleFile> moduleFile;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp entry;
+  std::unique_ptr<CompiledStep> compiled;
+  /// The ranks this process runs: all of them in the interpreter, its own
+  /// under mpirun.
+  std::vector<int64_t> localRanks;
+  bool printing = false;
+  InputBuilder inputs;
+  /// A module from stdin, copied to a file to read its weights from.
+  llvm::SmallString<128> stdinCopy;
+  RankValues args;
+  std::vector<std::pair<size_t, size_t>> feedback;
+  std::optional<size_t> lossIndex;
+  RankValues lastOutputs;
+};
+
+int Run::run() {
+  if (!loadMainFile(sourceMgr, options.input, errorMessage))
+    return fail(errorMessage);
+  inputBytes =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
+  diagnostics.emplace(sourceMgr, context, llvm::errs());
+
+  bool isModule = ModuleFile::looksLikeModule(inputBytes);
+  if (std::optional<int> stop = isModule ? openModule() : openProgram())
+    return *stop;
+  if (underMpi)
+    localRanks.push_back(*mpirunRank());
+  else
+    for (int64_t rank = 0; rank < signature.mesh.numRanks(); ++rank)
+      localRanks.push_back(rank);
+  printing = localRanks.front() == 0;
+
+  if (!options.saveOutputs.empty() && options.steps == 0)
+    return fail("--save-outputs needs at least one step");
+  for (auto phase : {&Run::openCompiledStep, &Run::buildInputs,
+                     &Run::matchFeedback, &Run::runSteps, &Run::save})
+    if (std::optional<int> stop = (this->*phase)())
+      return *stop;
+#ifdef SPMDC_HAVE_MPI
+  if (underMpi)
+    spmd_rt_finalize();
+#endif
+  return 0;
+}
+
+std::optional<int> Run::openModule() {
+  if (options.interpret)
+    return fail(options.input + ": is a compiled module; --interpret runs "
+                                "IR (spmdc --emit=<stage> other than module)");
+  if (options.f64)
+    return fail("--f64 applies to --interpret; a compiled module computes "
+                "in its own dtypes");
+  moduleFile = ModuleFile::parse(inputBytes, errorMessage);
+  if (!moduleFile)
+    return fail(options.input + ": " + errorMessage);
+  const dist::Mesh &mesh = signature.mesh;
+  if (!readModuleMesh(*moduleFile, signature.mesh))
+    return fail(options.input + ": the module's mesh is malformed");
+  if (mesh.numRanks() != options.nranks)
+    return fail("the module's mesh has " + std::to_string(mesh.numRanks()) +
+                " ranks but --nranks is " + std::to_string(options.nranks));
+  // Said once, before any rank starts.
+  if (moduleFile->target == "cuda" && !mpirunRank())
+    if (std::optional<std::string> why = CudaRuntimeLibrary::unavailable())
+      return fail(options.input + ": " + *why);
+  if (mesh.numRanks() > 1) {
+#ifdef SPMDC_HAVE_MPI
+    if (!mpirunRank())
+      return launchRanks(argc, argv, options.input, inputBytes,
+                         mesh.numRanks());
+    underMpi = true;
+#else
+    return fail("this spmd-run was built without MPI, so it runs modules "
+                "of one rank only");
+#endif
+  }
+  if (!readModuleSignature(*moduleFile, context, signature, errorMessage))
+    return fail(options.input + ": " + errorMessage);
+  return std::nullopt;
+}
+
+std::optional<int> Run::openProgram() {
+  if (!options.interpret)
+    return fail(options.input +
+                ": is IR, not a compiled module: run it with --interpret, "
+                "or compile it with spmdc --emit=module");
+  module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module || failed(tg::verifyGraphSignature(*module)))
+    return 1;
+  entry = tg::getEntryFunction(*module);
+  tg::annotateIndexBounds(entry);
+
+  // The mesh: the program's, or one rank of no axes.
+  bool sharded = (*module)->hasAttr(dist::kMeshAttr);
+  if (sharded) {
+    FailureOr<dist::Mesh> programMesh = dist::Mesh::of(*module);
+    if (failed(programMesh))
+      return 1;
+    signature.mesh = *programMesh;
+    if (signature.mesh.numRanks() != options.nranks)
+      return fail("the program's mesh has " +
+                  std::to_string(signature.mesh.numRanks()) +
+                  " ranks but --nranks is " + std::to_string(options.nranks));
+  } else if (options.nranks != 1) {
+    return fail("this program has no device mesh (it was not sharded), so "
+                "it runs on one rank; use --nranks 1");
+  }
+  if (!readProgramSignature(entry, sharded, signature, errorMessage))
+    return fail(errorMessage);
+  return std::nullopt;
+}
+
+std::optional<int> Run::openCompiledStep() {
+  if (!moduleFile)
+    return std::nullopt;
+#ifdef SPMDC_HAVE_MPI
+  if (underMpi)
+    spmd_rt_init(nullptr, nullptr,
+                 static_cast<int32_t>(signature.mesh.shape.size()),
+                 signature.mesh.shape.data());
+#endif
+  CompiledStep::Options load;
+  load.optLevel = options.optLevel;
+  load.multiRank = underMpi;
+  const char *localSize = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  load.gemmThreads = gemmThreads(options, localSize ? std::atoi(localSize) : 1);
+  if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+    load.localRank = std::atoi(local);
+  compiled = CompiledStep::open(*moduleFile, context, load, errorMessage);
+  if (!compiled)
+    return fail(options.input + ": " + errorMessage);
+  return std::nullopt;
+}
+
+std::optional<int> Run::buildInputs() {
+  if (!inputs.openFiles(options.params, options.data, errorMessage))
+    return fail(errorMessage);
+  // A module's initial values: a rank reads its blocks from the module's
+  // weights section (from a copy in a file if the module came on stdin).
+  if (moduleFile && moduleFile->weightsBytes) {
+    std::string path = options.input;
+    if (path == "-") {
+      int fd;
+      if (llvm::sys::fs::createTemporaryFile("spmd-run", "mod", fd, stdinCopy))
+        return fail("cannot write the module from stdin to a temporary file");
+      llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+      os << inputBytes;
+      path = stdinCopy.str().str();
+    }
+    inputs.moduleWeights = rt::SafeTensorsReader::open(
+        path, errorMessage, moduleFile->weightsOffset,
+        moduleFile->weightsBytes);
+    if (!inputs.moduleWeights)
+      return fail(options.input + ": the module's weights: " + errorMessage);
+  }
+  if (!scatterArguments(signature, localRanks, inputs, options.f64,
+                        compiled.get(), args, errorMessage))
+    return fail(errorMessage);
+  return std::nullopt;
+}
+
+std::optional<int> Run::matchFeedback() {
+  const std::vector<tg::GraphValueInfo> &argInfos = signature.arguments;
+  const std::vector<tg::GraphValueInfo> &resultInfos = signature.results;
+  for (size_t r = 0; r < resultInfos.size(); ++r) {
+    if (resultInfos[r].role == "loss")
+      lossIndex = r;
+    for (size_t a = 0; a < argInfos.size(); ++a)
+      if ((resultInfos[r].role == "param" || resultInfos[r].role == "state") &&
+          argInfos[a].role == resultInfos[r].role &&
+          argInfos[a].name == resultInfos[r].name) {
+        const Sharded &out = signature.resultShardings[r];
+        const Sharded &in = signature.argumentShardings[a];
+        if (out.sharding != in.sharding ||
+            resultInfos[r].type != argInfos[a].type)
+          return fail(resultInfos[r].role + " '" + resultInfos[r].name +
+                      "' comes back as " +
+                      describe(resultInfos[r].type, out, signature.mesh) +
+                      " but goes in as " +
+                      describe(argInfos[a].type, in, signature.mesh));
+        feedback.emplace_back(r, a);
+      }
+  }
+  // A compiled module: compiled (or its native code linked) once its inputs
+  // are known good.
+  if (compiled) {
+    if (!compiled->compile(errorMessage))
+      return fail(options.input + ": " + errorMessage);
+    spdlog::info("running on {}", compiled->device());
+    compiled->keepResident(feedback);
+  }
+  return std::nullopt;
+}
+
+FailureOr<RankValues> Run::runStep() {
+  if (!compiled) {
+    interp::InterpreterOptions interpreterOptions;
+    interpreterOptions.f64 = options.f64;
+    return interp::runFunctionSPMD(entry, args, signature.mesh,
+                                   interpreterOptions);
+  }
+  RankValues results(1);
+  if (!compiled->run(results[0], errorMessage)) {
+    spdlog::error("{}", errorMessage);
+    return failure();
+  }
+  return results;
+}
+
+std::optional<int> Run::runSteps() {
+  // Fault injection for the tests: SPMD_RUN_TEST_EXIT=R:S makes rank R
+  // exit with status 3 as step S begins, as a crashed rank would.
+  std::optional<std::pair<int64_t, int>> injectedExit;
+  if (const char *spec = std::getenv("SPMD_RUN_TEST_EXIT")) {
+    long long rank;
+    int step;
+    if (std::sscanf(spec, "%lld:%d", &rank, &step) == 2)
+      injectedExit = {rank, step};
+  }
+  Gatherer gather(signature.mesh, underMpi, options.f64);
+  for (int step = 1; step <= options.steps; ++step) {
+#ifdef SPMDC_HAVE_MPI
+    if (underMpi)
+      spmd_rt_set_step(step);
+#endif
+    if (injectedExit && injectedExit->second == step &&
+        llvm::is_contained(localRanks, injectedExit->first)) {
+      std::fflush(stdout);
+      std::exit(3);
+    }
+    auto started = std::chrono::steady_clock::now();
+    FailureOr<RankValues> results = runStep();
+    if (failed(results))
+      return fail("step " + std::to_string(step) + " failed");
+    // The step alone, for benchmarks (bench/step_time.py reads it).
+    spdlog::info("step {} took {:.3f} ms", step,
+                 std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - started)
+                     .count());
+    if (lossIndex) {
+      Tensor loss =
+          gather.logical(*results, *lossIndex,
+                         signature.resultShardings[*lossIndex], "the loss");
+      if (printing)
+        std::printf("step %d loss %.9g\n", step, loss.data.front());
+    }
+    std::fflush(stdout);
+    for (size_t k = 0; k < localRanks.size(); ++k)
+      for (auto [r, a] : feedback)
+        // A compiled step keeps them in its buffers; release the copies.
+        args[k][a] = compiled ? Tensor() : (*results)[k][r];
+    lastOutputs = std::move(*results);
+  }
+  return std::nullopt;
+}
+
+std::optional<int> Run::save() {
+  // Parameters and state to save, read back from the step's buffers.
+  if (compiled && !options.saveParams.empty())
+    for (auto [r, a] : feedback)
+      args[0][a] = compiled->argument(a);
+
+  // Each file holds logical tensors, assembled from the ranks' blocks.
+  Gatherer gather(signature.mesh, underMpi, options.f64);
+  if (!options.saveParams.empty()) {
+    std::vector<rt::NamedTensor> saved;
+    collectParameters(signature, args, gather, options.f64, saved);
+    // Persistent buffers the step only reads, as the model holds them.
+    if (printing) {
+      if (moduleFile &&
+          !collectModuleBuffers(moduleFile->constantBuffers,
+                                inputs.moduleWeights.get(), context,
+                                options.f64, saved, errorMessage))
+        return fail(options.input + ": " + errorMessage);
+      if (module &&
+          !collectProgramBuffers(*module, options.f64, saved, errorMessage))
+        return fail(errorMessage);
+    }
+    if (printing &&
+        !rt::writeSafeTensors(options.saveParams, saved, errorMessage))
+      return fail(errorMessage);
+    spdlog::info("saved {} parameters to {}", saved.size(), options.saveParams);
+  }
+  if (!options.saveOutputs.empty()) {
+    std::vector<rt::NamedTensor> saved;
+    collectOutputs(signature, lastOutputs, gather, options.f64, saved);
+    if (printing &&
+        !rt::writeSafeTensors(options.saveOutputs, saved, errorMessage))
+      return fail(errorMessage);
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+int run(const RunOptions &options, int argc, char **argv) {
+  return Run(options, argc, argv).run();
+}
+
+} // namespace spmdc::runner

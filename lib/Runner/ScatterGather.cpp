@@ -1,0 +1,171 @@
+//===- ScatterGather.cpp - ranks' blocks and logical tensors --------------===//
+
+#include "spmdc/Runner/ScatterGather.h"
+
+#include "spmdc/Interpreter/Interpreter.h"
+#include "spmdc/Runner/CompiledStep.h"
+#include "spmdc/Runner/Inputs.h"
+#include "spmdc/Runner/StepSignature.h"
+#ifdef SPMDC_HAVE_MPI
+#include "spmdc/Runtime/Collectives.h"
+#endif
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using spmdc::interp::Shape;
+using spmdc::interp::Tensor;
+
+namespace spmdc::runner {
+
+namespace {
+
+/// Adds `block` into `logical` at `offsets`.
+void addBlock(Tensor &logical, const Tensor &block,
+              llvm::ArrayRef<int64_t> offsets) {
+  std::vector<int64_t> strides = interp::stridesOf(logical.shape);
+  std::vector<int64_t> index(block.shape.size(), 0);
+  for (int64_t i = 0; i < block.numel(); ++i) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      flat += (offsets[d] + index[d]) * strides[d];
+    logical.data[flat] += block.data[i];
+    for (int d = static_cast<int>(index.size()) - 1; d >= 0; --d) {
+      if (++index[d] < block.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+bool sameValues(const Tensor &a, const Tensor &b) {
+  if (a.shape != b.shape)
+    return false;
+  for (size_t i = 0; i < a.data.size(); ++i)
+    if (a.data[i] != b.data[i] &&
+        !(std::isnan(a.data[i]) && std::isnan(b.data[i])))
+      return false;
+  return true;
+}
+
+/// Value `index` of every rank of the mesh, from the values of the local
+/// ranks.
+RankValues allRanks(const RankValues &local, size_t index,
+                    const dist::Mesh &mesh, bool underMpi) {
+  int64_t numRanks = mesh.numRanks();
+  RankValues perRank(numRanks, std::vector<Tensor>(1));
+  if (!underMpi) {
+    for (int64_t rank = 0; rank < numRanks; ++rank)
+      perRank[rank][0] = local[rank][index];
+    return perRank;
+  }
+#ifdef SPMDC_HAVE_MPI
+  // Blocks are the same size on every rank (dims divide evenly).
+  const Tensor &block = local[0][index];
+  int64_t n = block.numel();
+  std::vector<double> gathered(n * numRanks);
+  int64_t shape[2] = {1, n};
+  std::vector<int32_t> axes(mesh.shape.size());
+  std::iota(axes.begin(), axes.end(), 0);
+  spmd_all_gather(block.data.data(), gathered.data(), 2, shape, 0,
+                  SPMD_DTYPE_F64, axes.data(),
+                  static_cast<int32_t>(axes.size()));
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    perRank[rank][0] = Tensor(block.shape);
+    std::copy(gathered.begin() + rank * n, gathered.begin() + (rank + 1) * n,
+              perRank[rank][0].data.begin());
+  }
+#endif
+  return perRank;
+}
+
+/// The logical tensor of value `index` of each rank's values (see
+/// Gatherer::logical).
+Tensor assemble(const RankValues &perRank, size_t index, const Sharded &sharded,
+                const dist::Mesh &mesh, bool f64, const std::string &label) {
+  const dist::TensorSharding &sharding = sharded.sharding;
+  Shape shape(sharded.logicalType.getShape().begin(),
+              sharded.logicalType.getShape().end());
+  Tensor logical(shape);
+  llvm::SmallVector<bool> involved(mesh.axes.size(), false);
+  for (int axis : sharding.shardedAxes())
+    involved[axis] = true;
+  for (int axis : sharding.partial)
+    involved[axis] = true;
+  bool warned = false;
+  for (int64_t rank = 0; rank < mesh.numRanks(); ++rank) {
+    // The first rank holding the same block (and summand) as `rank`.
+    llvm::SmallVector<int64_t> coords = mesh.coordinates(rank);
+    for (size_t axis = 0; axis < coords.size(); ++axis)
+      if (!involved[axis])
+        coords[axis] = 0;
+    int64_t first = mesh.rankAt(coords);
+    const Tensor &block = perRank[rank][index];
+    if (first != rank) {
+      if (!warned && !sameValues(block, perRank[first][index])) {
+        spdlog::warn("{}: rank {} holds a different value than rank {}, "
+                     "which should be its replica",
+                     label, rank, first);
+        warned = true;
+      }
+      continue;
+    }
+    llvm::SmallVector<int64_t> offsets, sizes;
+    sharding.blockOf(rank, shape, mesh, offsets, sizes);
+    addBlock(logical, block, offsets);
+  }
+  Type element = sharded.logicalType.getElementType();
+  if (!sharding.partial.empty() && (!f64 || !llvm::isa<FloatType>(element)))
+    for (double &v : logical.data)
+      v = interp::roundToElementType(v, element);
+  return logical;
+}
+
+} // namespace
+
+bool scatterArguments(const StepSignature &signature,
+                      llvm::ArrayRef<int64_t> localRanks, InputBuilder &inputs,
+                      bool f64, CompiledStep *compiled, RankValues &args,
+                      std::string &error) {
+  const dist::Mesh &mesh = signature.mesh;
+  args.assign(localRanks.size(),
+              std::vector<Tensor>(signature.arguments.size()));
+  for (size_t i = 0; i < signature.arguments.size(); ++i) {
+    tg::GraphValueInfo logicalInfo = signature.arguments[i];
+    logicalInfo.type = signature.argumentShardings[i].logicalType;
+    for (size_t k = 0; k < localRanks.size(); ++k) {
+      llvm::SmallVector<int64_t> offsets, sizes;
+      signature.argumentShardings[i].sharding.blockOf(
+          localRanks[k], logicalInfo.type.getShape(), mesh, offsets, sizes);
+      Tensor &block = args[k][i];
+      if (!inputs.build(logicalInfo, {offsets.begin(), offsets.end()},
+                        {sizes.begin(), sizes.end()}, block, error))
+        return false;
+      // An f32 argument holds f32 values, whatever the file or init gave. A
+      // compiled module's store into its buffers rounds the same way (a
+      // cast), except through f32 for bf16, so only those are rounded here.
+      Type element = signature.arguments[i].type.getElementType();
+      bool roundedByStore = compiled && !element.isF16() && !element.isBF16();
+      if (!f64 && !roundedByStore)
+        for (double &v : block.data)
+          v = interp::roundToElementType(v, element);
+      if (compiled) {
+        compiled->stage(i, block);
+        std::vector<double>().swap(block.data);
+      }
+    }
+  }
+  return true;
+}
+
+Tensor Gatherer::logical(const RankValues &local, size_t index,
+                         const Sharded &sharded,
+                         const std::string &label) const {
+  return assemble(allRanks(local, index, mesh, underMpi), 0, sharded, mesh, f64,
+                  label);
+}
+
+} // namespace spmdc::runner
