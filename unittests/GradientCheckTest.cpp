@@ -59,7 +59,7 @@ std::string buildModule(const GradientCase &c) {
                                     colon - param.find('%') - 1);
     if (!args.empty())
       args += ", ";
-    args += param + " {tg.name = \"" + name + "\", tg.role = \"param\"}";
+    args += param + " {tg.name = \"" + name + "\", tg.role = #tg.role<param>}";
     start = end + 1;
   }
   int rank = 0;
@@ -69,7 +69,7 @@ std::string buildModule(const GradientCase &c) {
   for (int i = 0; i < rank; ++i)
     dims += (i ? ", " : "") + std::to_string(i);
   return "func.func @main(" + args +
-         ") -> (tensor<f64> {tg.name = \"loss\", tg.role = \"loss\"}) {\n" +
+         ") -> (tensor<f64> {tg.name = \"loss\", tg.role = #tg.role<loss>}) {\n" +
          c.body + "\n  %r = tg.rand_uniform seed 99 : " + c.resultType +
          "\n  %m = tg.mul %y, %r : " + c.resultType + ", " + c.resultType +
          "\n  %l = tg.sum %m dims [" + dims + "] : " + c.resultType +

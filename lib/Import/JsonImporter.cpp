@@ -365,7 +365,8 @@ OwningOpRef<ModuleOp> JsonGraphImporter::import(const json &root) {
       return nullptr;
     }
     std::string role = input["role"].get<std::string>();
-    if (!tg::isArgumentRole(role)) {
+    std::optional<tg::Role> inputRole = tg::symbolizeRole(role);
+    if (!inputRole || !tg::isArgumentRole(*inputRole)) {
       error(pointer + "/role") << "unknown input role '" << role
                                << "' (expected param, data or state)";
       return nullptr;
@@ -376,7 +377,7 @@ OwningOpRef<ModuleOp> JsonGraphImporter::import(const json &root) {
     NamedAttrList attrs;
     attrs.append(tg::kNameAttr, builder.getStringAttr(
                                     input["name"].get<std::string>()));
-    attrs.append(tg::kRoleAttr, builder.getStringAttr(role));
+    attrs.append(tg::kRoleAttr, tg::RoleAttr::get(&context, *inputRole));
     if (input.contains("index_bound")) {
       if (!input["index_bound"].is_number_integer() ||
           input["index_bound"].get<int64_t>() < 1) {
@@ -420,7 +421,8 @@ OwningOpRef<ModuleOp> JsonGraphImporter::import(const json &root) {
       return nullptr;
     }
     std::string role = output["role"].get<std::string>();
-    if (!tg::isResultRole(role)) {
+    std::optional<tg::Role> outputRole = tg::symbolizeRole(role);
+    if (!outputRole || !tg::isResultRole(*outputRole)) {
       error(pointer + "/role")
           << "unknown output role '" << role
           << "' (expected loss, output, param, state or grad)";
@@ -436,7 +438,7 @@ OwningOpRef<ModuleOp> JsonGraphImporter::import(const json &root) {
     NamedAttrList attrs;
     attrs.append(tg::kNameAttr, builder.getStringAttr(
                                     output["name"].get<std::string>()));
-    attrs.append(tg::kRoleAttr, builder.getStringAttr(role));
+    attrs.append(tg::kRoleAttr, tg::RoleAttr::get(&context, *outputRole));
     resultAttrs.push_back(attrs.getDictionary(&context));
   }
   func::ReturnOp::create(builder, fileLoc, results);

@@ -577,7 +577,7 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
         parameterOfBlob[blob] = argTypes.size();
       }
       attrs.append(tg::kNameAttr, builder.getStringAttr(name));
-      attrs.append(tg::kRoleAttr, builder.getStringAttr("param"));
+      attrs.append(tg::kRoleAttr, tg::RoleAttr::get(builder.getContext(), tg::Role::param));
       if (it != weights.end()) {
         auto stored = referTensor(name, it->second, place);
         if (failed(stored))
@@ -592,14 +592,14 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
       }
     } else if (kind == "user_input") {
       attrs.append(tg::kNameAttr, builder.getStringAttr(valueName));
-      attrs.append(tg::kRoleAttr, builder.getStringAttr("data"));
+      attrs.append(tg::kRoleAttr, tg::RoleAttr::get(builder.getContext(), tg::Role::data));
     } else if (kind == "buffer" &&
                mutatedBuffers.count(body.value("buffer_name", valueName))) {
       // A buffer the model updates (BatchNorm's running statistics): state,
       // fed back from step to step, saved with the parameters.
       std::string name = body.value("buffer_name", valueName);
       attrs.append(tg::kNameAttr, builder.getStringAttr(name));
-      attrs.append(tg::kRoleAttr, builder.getStringAttr("state"));
+      attrs.append(tg::kRoleAttr, tg::RoleAttr::get(builder.getContext(), tg::Role::state));
       attrs.append(tg::kBufferAttr, builder.getUnitAttr());
       const json *entry = nullptr;
       if (auto w = weights.find(name); w != weights.end())
@@ -693,10 +693,10 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
   // others as outputs.
   SmallVector<Value> results;
   SmallVector<DictionaryAttr> resultAttrs;
-  auto addResult = [&](Value v, StringRef name, StringRef role) {
+  auto addResult = [&](Value v, StringRef name, tg::Role role) {
     NamedAttrList attrs;
     attrs.append(tg::kNameAttr, builder.getStringAttr(name));
-    attrs.append(tg::kRoleAttr, builder.getStringAttr(role));
+    attrs.append(tg::kRoleAttr, tg::RoleAttr::get(&context, role));
     results.push_back(v);
     resultAttrs.push_back(attrs.getDictionary(&context));
   };
@@ -718,7 +718,7 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
       return nullptr;
     }
     if (kind == "loss_output") {
-      addResult(v, "loss", "loss");
+      addResult(v, "loss", tg::Role::loss);
       haveLoss = true;
     } else if (kind == "user_output") {
       userOutputs.push_back({valueName, v});
@@ -755,21 +755,21 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
                                             builder.getI64Type());
     NamedAttrList attrs;
     attrs.append(tg::kNameAttr, builder.getStringAttr("labels"));
-    attrs.append(tg::kRoleAttr, builder.getStringAttr("data"));
+    attrs.append(tg::kRoleAttr, tg::RoleAttr::get(builder.getContext(), tg::Role::data));
     (void)fn.insertArgument(fn.getNumArguments(), labelsType,
                             attrs.getDictionary(&context), fileLoc);
     Value labels = fn.getArgument(fn.getNumArguments() - 1);
     addResult(tg::CrossEntropyOp::create(builder, fileLoc, logits, labels),
-              "loss", "loss");
+              "loss", tg::Role::loss);
     haveLoss = true;
-    addResult(logits, userOutputs.front().first, "output");
+    addResult(logits, userOutputs.front().first, tg::Role::output);
   } else {
     for (auto &[name, v] : userOutputs) {
       if (!haveLoss && isScalarFloat(v)) {
-        addResult(v, "loss", "loss");
+        addResult(v, "loss", tg::Role::loss);
         haveLoss = true;
       } else {
-        addResult(v, name, "output");
+        addResult(v, name, tg::Role::output);
       }
     }
   }
@@ -792,7 +792,7 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
           << (arg ? "changes its type" : "names no buffer input");
       return nullptr;
     }
-    addResult(v, name, "state");
+    addResult(v, name, tg::Role::state);
   }
   func::ReturnOp::create(builder, fileLoc, results);
   fn.setFunctionType(builder.getFunctionType(fn.getArgumentTypes(),

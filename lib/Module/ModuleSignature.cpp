@@ -40,7 +40,7 @@ static ModuleValue toModuleValue(const tg::GraphValueInfo &info,
                                  const std::optional<dist::Mesh> &mesh) {
   ModuleValue v;
   v.name = info.name;
-  v.role = info.role;
+  v.role = info.role ? tg::stringifyRole(*info.role).str() : "";
   v.dtype = dtypeName(info.type.getElementType());
   v.shape.assign(info.type.getShape().begin(), info.type.getShape().end());
   v.indexBound = info.indexBound;

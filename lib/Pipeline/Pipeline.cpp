@@ -49,7 +49,8 @@ llvm::StringRef stageName(Stage stage) {
 
 // The lowering's pieces, shared by the targets.
 
-/// Collectives and f32/f64/bf16 matmuls become runtime calls on buffers
+/// The signature's attributes go (they have been read); collectives and
+/// f32/f64/bf16 matmuls become runtime calls on buffers
 /// (MPI or NCCL, BLAS or cuBLAS; GEMMs read transposed operands in place);
 /// then linalg on tensors, elementwise fusion and one-shot bufferization
 /// across the step's functions, with identity layouts at their boundaries,
@@ -58,7 +59,7 @@ llvm::StringRef stageName(Stage stage) {
 /// which spares the pointer arithmetic 64-byte alignment puts around each
 /// malloc (~1,900 of them in GPT-2 small's step).
 static constexpr const char *kToBuffers =
-    "convert-dist-to-runtime,convert-tg-matmul-to-blas,"
+    "strip-graph-attributes,convert-dist-to-runtime,convert-tg-matmul-to-blas,"
     "convert-tg-to-linalg,fuse-elementwise,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map "

@@ -142,10 +142,10 @@ std::string buildCompileReport(ModuleOp module, double compileMs) {
           succeeded(s))
         for (const auto &axes : s->dims)
           parts *= mesh->groupSize(axes);
-    if (info.role == "param") {
+    if (info.role == tg::Role::param) {
       paramBytes += local;
       paramTotal += local * parts;
-    } else if (info.role == "state") {
+    } else if (info.role == tg::Role::state) {
       stateBytes += local;
     }
   }
@@ -154,10 +154,10 @@ std::string buildCompileReport(ModuleOp module, double compileMs) {
   // sharded like the parameter's state (ZeRO-2 holds only its shard).
   llvm::StringMap<int64_t> stateBytesOf;
   for (const tg::GraphValueInfo &info : tg::getArgumentInfos(entry))
-    if (info.role == "state")
+    if (info.role == tg::Role::state)
       stateBytesOf[info.name] = bytesOf(info.type);
   for (const tg::GraphValueInfo &info : tg::getResultInfos(entry)) {
-    if (info.role != "grad" && info.role != "param")
+    if (info.role != tg::Role::grad && info.role != tg::Role::param)
       continue;
     int64_t bytes = bytesOf(info.type);
     for (const char *suffix : {".exp_avg", ".momentum_buffer"})

@@ -72,11 +72,11 @@ bool InputBuilder::build(const tg::GraphValueInfo &info,
     return false;
   }
   block = Tensor(sizes);
-  rt::SafeTensorsReader *file = info.role == "data" ? data.get() : params.get();
+  rt::SafeTensorsReader *file = info.role == tg::Role::data ? data.get() : params.get();
   if (file && file->find(info.name))
     return readFromFile(*file, info, offsets, sizes, block, error);
   // Initial values a module carries (a torch.export archive's weights).
-  bool initialized = info.role == "param" || info.role == "state";
+  bool initialized = info.role == tg::Role::param || info.role == tg::Role::state;
   if (initialized && moduleWeights && moduleWeights->find(info.name))
     return readFromFile(*moduleWeights, info, offsets, sizes, block, error);
   // Initial values the program refers to, read in place from their file.
@@ -132,15 +132,15 @@ bool InputBuilder::build(const tg::GraphValueInfo &info,
   }
   // A --params file must hold every parameter: a missing one is far more
   // likely a wrong file than a wish for random values.
-  if (file && info.role == "param") {
+  if (file && info.role == tg::Role::param) {
     error = file->path() + ": has no tensor '" + info.name + "'";
     return false;
   }
   int kind = SPMD_INIT_ZERO;
   int64_t bound = 0;
-  if (info.role == "param") {
+  if (info.role == tg::Role::param) {
     kind = SPMD_INIT_PARAM;
-  } else if (info.role == "data") {
+  } else if (info.role == tg::Role::data) {
     if (llvm::isa<FloatType>(info.type.getElementType())) {
       kind = SPMD_INIT_DATA;
     } else if (info.type.getElementType().isInteger(1)) {

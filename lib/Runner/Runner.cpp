@@ -278,17 +278,18 @@ std::optional<int> Run::matchFeedback() {
   const std::vector<tg::GraphValueInfo> &argInfos = signature.arguments;
   const std::vector<tg::GraphValueInfo> &resultInfos = signature.results;
   for (size_t r = 0; r < resultInfos.size(); ++r) {
-    if (resultInfos[r].role == "loss")
+    if (resultInfos[r].role == tg::Role::loss)
       lossIndex = r;
     for (size_t a = 0; a < argInfos.size(); ++a)
-      if ((resultInfos[r].role == "param" || resultInfos[r].role == "state") &&
+      if ((resultInfos[r].role == tg::Role::param || resultInfos[r].role == tg::Role::state) &&
           argInfos[a].role == resultInfos[r].role &&
           argInfos[a].name == resultInfos[r].name) {
         const Sharded &out = signature.resultShardings[r];
         const Sharded &in = signature.argumentShardings[a];
         if (out.sharding != in.sharding ||
             resultInfos[r].type != argInfos[a].type)
-          return fail(resultInfos[r].role + " '" + resultInfos[r].name +
+          return fail(tg::stringifyRole(*resultInfos[r].role).str() + " '" +
+                      resultInfos[r].name +
                       "' comes back as " +
                       describe(resultInfos[r].type, out, signature.mesh) +
                       " but goes in as " +

@@ -32,10 +32,10 @@ void collectParameters(const StepSignature &signature, const RankValues &args,
   // what PyTorch's load_state_dict reads.
   for (size_t a = 0; a < signature.arguments.size(); ++a) {
     const tg::GraphValueInfo &info = signature.arguments[a];
-    if (info.role != "param" && !(info.role == "state" && info.buffer))
+    if (info.role != tg::Role::param && !(info.role == tg::Role::state && info.buffer))
       continue;
     Tensor logical = gather.logical(args, a, signature.argumentShardings[a],
-                                    info.role + " '" + info.name + "'");
+                                    tg::stringifyRole(*info.role).str() + " '" + info.name + "'");
     // Tied weights are saved under each of their names.
     std::vector<std::string> names{info.name};
     names.insert(names.end(), info.aliases.begin(), info.aliases.end());
@@ -97,11 +97,11 @@ void collectOutputs(const StepSignature &signature, const RankValues &outputs,
                     std::vector<rt::NamedTensor> &saved) {
   for (size_t r = 0; r < signature.results.size(); ++r) {
     const tg::GraphValueInfo &info = signature.results[r];
-    if (info.role == "param" || info.role == "state")
+    if (info.role == tg::Role::param || info.role == tg::Role::state)
       continue;
     Tensor logical = gather.logical(outputs, r, signature.resultShardings[r],
-                                    info.role + " '" + info.name + "'");
-    saved.push_back({info.role + "/" + info.name,
+                                    tg::stringifyRole(*info.role).str() + " '" + info.name + "'");
+    saved.push_back({tg::stringifyRole(*info.role).str() + "/" + info.name,
                      savedDType(info.type.getElementType(), f64), logical.shape,
                      logical.data});
   }

@@ -84,7 +84,12 @@ bool readModuleValues(const std::vector<ModuleValue> &values,
     }
     tg::GraphValueInfo info;
     info.name = value.name;
-    info.role = value.role;
+    info.role = tg::symbolizeRole(value.role);
+    if (!info.role) {
+      error = "value '" + value.name + "' has an unknown role '" +
+              value.role + "'";
+      return false;
+    }
     info.type = RankedTensorType::get(value.shape, element);
     info.indexBound = value.indexBound;
     info.aliases = value.aliases;

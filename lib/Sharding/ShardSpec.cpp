@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/GlobPattern.h"
@@ -14,6 +15,44 @@ using namespace mlir;
 using json = nlohmann::json;
 
 namespace spmdc {
+
+std::optional<Preset> parsePreset(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<Preset>>(name)
+      .Case("ddp", Preset::Ddp)
+      .Case("zero1", Preset::Zero1)
+      .Case("zero2", Preset::Zero2)
+      .Case("zero3", Preset::Zero3)
+      .Case("megatron", Preset::Megatron)
+      .Case("sequence", Preset::Sequence)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef presetName(Preset preset) {
+  switch (preset) {
+  case Preset::Ddp:
+    return "ddp";
+  case Preset::Zero1:
+    return "zero1";
+  case Preset::Zero2:
+    return "zero2";
+  case Preset::Zero3:
+    return "zero3";
+  case Preset::Megatron:
+    return "megatron";
+  case Preset::Sequence:
+    return "sequence";
+  }
+  llvm_unreachable("every preset is named");
+}
+
+bool isZero(Preset preset) {
+  return preset == Preset::Zero1 || preset == Preset::Zero2 ||
+         preset == Preset::Zero3;
+}
+
+bool isDataParallel(Preset preset) {
+  return preset == Preset::Ddp || isZero(preset);
+}
 
 std::optional<Placement> Placement::parse(StringRef text) {
   text = text.trim();
@@ -178,8 +217,6 @@ std::optional<ShardSpec> SpecParser::parse(const json &root) {
   if (failed(parseMesh(root["mesh"], spec)))
     return std::nullopt;
 
-  static const char *kPresets[] = {"ddp",   "zero1",    "zero2",
-                                   "zero3", "megatron", "sequence"};
   if (root.contains("presets")) {
     const json &presets = root["presets"];
     if (!presets.is_object()) {
@@ -192,14 +229,16 @@ std::optional<ShardSpec> SpecParser::parse(const json &root) {
         error(pointer) << "unknown mesh axis '" << it.key() << "'";
         return std::nullopt;
       }
-      if (!it.value().is_string() ||
-          !llvm::is_contained(kPresets, it.value().get<std::string>())) {
+      std::optional<Preset> preset =
+          it.value().is_string() ? parsePreset(it.value().get<std::string>())
+                                 : std::nullopt;
+      if (!preset) {
         error(pointer) << "unknown preset " << it.value().dump()
                        << " (expected ddp, zero1, zero2, zero3, megatron or "
                           "sequence)";
         return std::nullopt;
       }
-      spec.presets[it.key()] = it.value().get<std::string>();
+      spec.presets[it.key()] = *preset;
     }
   }
 

@@ -45,6 +45,20 @@ def ConvertTgToLinalg : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def StripGraphAttributes : Pass<"strip-graph-attributes", "::mlir::ModuleOp"> {
+  let summary = "Drop the graph's tg.* and dist.* argument and result attributes";
+  let description = [{
+    The first pass of the lower stage. The step's signature (names, roles,
+    shardings of @main's arguments and results) has been read by then, and
+    its attributes' values (`#tg.role<...>`, `#dist.sharding<...>`) belong
+    to spmdc's dialects: without them the lowered program is IR that
+    MLIR's own tools (`mlir-translate`, `mlir-runner`) read.
+
+    Before: `func.func @main(%x: tensor<4xf32> {tg.name = "x", tg.role = #tg.role<data>})`.
+    After: `func.func @main(%x: tensor<4xf32>)`.
+  }];
+}
+
 def ConvertDistToRuntime : Pass<"convert-dist-to-runtime", "::mlir::ModuleOp"> {
   let summary = "Lower dist collectives to calls of the runtime's spmd_collective_<dtype>";
   let description = [{

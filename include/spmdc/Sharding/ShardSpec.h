@@ -44,12 +44,23 @@ struct TensorRule {
   std::string pointer;
 };
 
+/// What a preset does along its mesh axis (docs/sharding.md#what-each-preset-does).
+enum class Preset { Ddp, Zero1, Zero2, Zero3, Megatron, Sequence };
+
+/// The preset a spec names ("ddp", ..., "sequence"); nullopt if none.
+std::optional<Preset> parsePreset(llvm::StringRef name);
+llvm::StringRef presetName(Preset preset);
+/// ddp and the ZeRO stages: the batch split over the axis.
+bool isDataParallel(Preset preset);
+/// ZeRO: optimizer state split over the axis (zero3: parameters too).
+bool isZero(Preset preset);
+
 struct ShardSpec {
   std::string fileName;
   std::vector<std::string> axes;
   std::vector<int64_t> shape;
-  /// Mesh axis -> preset (ddp, zero1, zero2, zero3, megatron, sequence).
-  std::map<std::string, std::string> presets;
+  /// Mesh axis -> preset.
+  std::map<std::string, Preset> presets;
   std::vector<TensorRule> tensors;
   /// Data input name or glob -> its batch dim (default 0).
   std::vector<std::pair<std::string, int64_t>> batchDims;

@@ -194,15 +194,31 @@ func.func @convert_shape(%a: tensor<2xf32>) {
 
 // -----
 
-// expected-error@+1 {{argument #0: 'tg.role' must be "param", "data" or "state", got "weight"}}
-func.func @bad_role(%x: tensor<2xf32> {tg.name = "x", tg.role = "weight"}) {
+// A role written as a string (the form before roles were an enum).
+// expected-error@+1 {{argument #0: 'tg.role' must be #tg.role<param>, <data> or <state>, got "param"}}
+func.func @string_role(%x: tensor<2xf32> {tg.name = "x", tg.role = "param"}) {
   return
 }
 
 // -----
 
-// expected-error@+1 {{result #0: 'tg.role' must be "loss", "output", "param", "state" or "grad", got "data"}}
-func.func @bad_result_role(%x: tensor<2xf32>) -> (tensor<2xf32> {tg.role = "data"}) {
+// expected-error@+2 {{expected ::spmdc::tg::Role to be one of: param, data, state, loss, output, grad}}
+// expected-error@+1 {{failed to parse TG_RoleAttr parameter 'value'}}
+func.func @bad_role(%x: tensor<2xf32> {tg.name = "x", tg.role = #tg.role<weight>}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{argument #0: 'tg.role' must be #tg.role<param>, <data> or <state>, got #tg.role<loss>}}
+func.func @result_role_on_argument(%x: tensor<2xf32> {tg.name = "x", tg.role = #tg.role<loss>}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{result #0: 'tg.role' must be #tg.role<loss>, <output>, <param>, <state> or <grad>, got #tg.role<data>}}
+func.func @bad_result_role(%x: tensor<2xf32>) -> (tensor<2xf32> {tg.role = #tg.role<data>}) {
   return %x : tensor<2xf32>
 }
 

@@ -4,12 +4,12 @@
 // Every tg op round-trips through its assembly format.
 
 // CHECK-LABEL: func.func @signature
-// CHECK-SAME: tg.name = "x", tg.role = "data"
+// CHECK-SAME: tg.name = "x", tg.role = #tg.role<data>
 // CHECK-SAME: tg.index_bound = 2 : i64
-// CHECK-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = "loss"})
-func.func @signature(%x: tensor<8x4xf32> {tg.name = "x", tg.role = "data"},
-                     %t: tensor<8xi64> {tg.name = "t", tg.role = "data", tg.index_bound = 2 : i64})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+// CHECK-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>})
+func.func @signature(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
+                     %t: tensor<8xi64> {tg.name = "t", tg.role = #tg.role<data>, tg.index_bound = 2 : i64})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   %s = tg.sum %x dims [0, 1] : tensor<8x4xf32>
   return %s : tensor<f32>
 }

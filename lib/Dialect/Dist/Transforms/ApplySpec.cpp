@@ -41,10 +41,6 @@ Mesh meshOf(const ShardSpec &spec) {
   return mesh;
 }
 
-bool isDataParallelPreset(StringRef preset) {
-  return preset == "ddp" || preset == "zero1" || preset == "zero2" ||
-         preset == "zero3";
-}
 
 /// The parameter an optimizer state tensor belongs to ("w.exp_avg" -> "w").
 std::string parameterOf(StringRef stateName) {
@@ -68,7 +64,7 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main) {
   func::FuncOp fn = main;
   SmallVector<std::string> argNames;
   for (const tg::GraphValueInfo &info : tg::getArgumentInfos(main))
-    argNames.push_back(info.role == "param" ? info.name : "");
+    argNames.push_back(info.role == tg::Role::param ? info.name : "");
   for (Operation &op : main.getBody().front())
     if (auto call = dyn_cast<func::CallOp>(op); call && call.getCallee() == "forward") {
       fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
@@ -212,12 +208,12 @@ public:
   /// tensor parallelism reduce-scatters straight into its ZeRO shard.
   LogicalResult applyPresets(const tg::GraphValueInfo &info,
                              TensorSharding &sharding) {
-    SmallVector<std::pair<std::string, std::string>> ordered;
+    SmallVector<std::pair<std::string, Preset>> ordered;
     for (auto &[axisName, preset] : spec.presets)
-      if (!isDataParallelPreset(preset))
+      if (!isDataParallel(preset))
         ordered.push_back({axisName, preset});
     for (auto &[axisName, preset] : spec.presets)
-      if (isDataParallelPreset(preset))
+      if (isDataParallel(preset))
         ordered.push_back({axisName, preset});
     for (auto &[axisName, preset] : ordered) {
       int axis = mesh.axisIndex(axisName);
@@ -226,7 +222,7 @@ public:
       // the sequence dim (the one after the batch dim) between the
       // tensor-parallel regions, starting from the data: token ids
       // [batch, seq, ...] and float inputs [batch, seq, features, ...].
-      if (preset == "sequence" && info.role == "data") {
+      if (preset == Preset::Sequence && info.role == tg::Role::data) {
         int64_t sequenceDim = spec.batchDim(info.name) + 1;
         bool tokens = isa<IntegerType>(info.type.getElementType());
         if (info.type.getRank() > sequenceDim + (tokens ? 0 : 1) &&
@@ -234,26 +230,25 @@ public:
           return failure();
         continue;
       }
-      if (preset == "megatron" || preset == "sequence") {
+      if (preset == Preset::Megatron || preset == Preset::Sequence) {
         std::string owner =
-            info.role == "state" ? parameterOf(info.name) : info.name;
+            info.role == tg::Role::state ? parameterOf(info.name) : info.name;
         auto it = tensorParallel.find(owner);
-        if ((info.role == "param" || info.role == "state") &&
+        if ((info.role == tg::Role::param || info.role == tg::Role::state) &&
             it != tensorParallel.end() &&
             failed(shardOn(sharding, axis, it->second, info, pointer)))
           return failure();
         continue;
       }
-      if (!isDataParallelPreset(preset) || info.type.getRank() == 0)
+      if (!isDataParallel(preset) || info.type.getRank() == 0)
         continue;
-      if (info.role == "data") {
+      if (info.role == tg::Role::data) {
         if (failed(shardOn(sharding, axis, spec.batchDim(info.name), info,
                            "/batch_dims")))
           return failure();
-      } else if ((info.role == "state" && !info.buffer &&
-                  (preset == "zero1" || preset == "zero2" ||
-                   preset == "zero3")) ||
-                 (info.role == "param" && preset == "zero3")) {
+      } else if ((info.role == tg::Role::state && !info.buffer &&
+                  isZero(preset)) ||
+                 (info.role == tg::Role::param && preset == Preset::Zero3)) {
         // ZeRO splits the first dim that divides evenly; a tensor with
         // none (a [1, 1, d] class token) stays whole on this axis.
         if (std::optional<int64_t> dim = evenDim(sharding, axis, info))
@@ -310,7 +305,7 @@ FailureOr<SmallVector<PlacedArgument>>
 placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
   Placer placer(spec, mesh, main.getContext());
   if (llvm::any_of(spec.presets, [](const auto &p) {
-        return p.second == "megatron" || p.second == "sequence";
+        return p.second == Preset::Megatron || p.second == Preset::Sequence;
       }))
     placer.tensorParallel = findTensorParallelLayout(main);
   std::vector<tg::GraphValueInfo> infos = tg::getArgumentInfos(main);
@@ -336,7 +331,7 @@ placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
     if (failed(placer.applyPresets(info, sharding)))
       return failure();
     const TensorRule *rule = spec.findRule(info.name);
-    if (!rule && info.role == "state")
+    if (!rule && info.role == tg::Role::state)
       rule = spec.findRule(parameterOf(info.name));
     if (rule && failed(placer.applyRule(*rule, info, sharding)))
       return failure();
@@ -345,7 +340,7 @@ placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
       std::stable_partition(axes.begin(), axes.end(), [&](int axis) {
         auto preset = spec.presets.find(mesh.axes[axis]);
         return preset == spec.presets.end() ||
-               !isDataParallelPreset(preset->second);
+               !isDataParallel(preset->second);
       });
     if (failed(sharding.localShape(info.type.getShape(), mesh)))
       return placer.error(rule ? rule->pointer : "/presets")
@@ -392,7 +387,7 @@ struct DistApplySpecPass : dist::impl::DistApplySpecBase<DistApplySpecPass> {
     module->setAttr(kPlannedMeshAttr, mesh.toAttr(ctx));
     SmallVector<int> lead;
     for (auto &[axis, preset] : spec->presets)
-      if (preset == "sequence")
+      if (preset == Preset::Sequence)
         lead.push_back(mesh.axisIndex(axis));
     if (!lead.empty())
       module->setAttr(kParametersLeadAttr, mesh.axisNames(ctx, lead));
@@ -407,14 +402,14 @@ struct DistApplySpecPass : dist::impl::DistApplySpecBase<DistApplySpecPass> {
     // parameters and optimizer state stay sharded across steps), gradients
     // as their parameter, the loss replicated.
     for (auto [i, r] : llvm::enumerate(tg::getResultInfos(main))) {
-      if (r.role == "loss")
+      if (r.role == tg::Role::loss)
         main.setResultAttr(
             i, kShardingAttr,
             TensorSharding::replicated(r.type.getRank())
                 .toAttr(ctx, mesh, "the loss, replicated"));
       for (auto [j, a] : llvm::enumerate(args))
         if (a.name == r.name &&
-            (a.role == r.role || (r.role == "grad" && a.role == "param")))
+            (a.role == r.role || (r.role == tg::Role::grad && a.role == tg::Role::param)))
           main.setResultAttr(
               i, kShardingAttr,
               (*placed)[j].sharding.toAttr(

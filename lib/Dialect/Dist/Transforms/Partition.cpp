@@ -572,7 +572,7 @@ struct DistPartitionPass : dist::impl::DistPartitionBase<DistPartitionPass> {
     SmallVector<int> priorities;
     for (const tg::GraphValueInfo &a : args) {
       origins.push_back(a.name);
-      priorities.push_back(a.role == "data" ? kActivation : kParameter);
+      priorities.push_back(a.role == tg::Role::data ? kActivation : kParameter);
     }
     for (const tg::GraphValueInfo &r : results)
       returnedNames.push_back(r.name);
@@ -580,7 +580,7 @@ struct DistPartitionPass : dist::impl::DistPartitionBase<DistPartitionPass> {
     // Without a partition, the loss's inputs are the forward.
     Value loss;
     for (auto [i, r] : llvm::enumerate(results))
-      if (r.role == "loss")
+      if (r.role == tg::Role::loss)
         loss = main.getBody().front().getTerminator()->getOperand(i);
     SmallVector<Value> work;
     if (loss)

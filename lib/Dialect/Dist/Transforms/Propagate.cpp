@@ -289,7 +289,7 @@ struct DistPropagatePass
       if (failed(plan))
         return signalPassFailure();
       args.push_back(*plan);
-      priorities.push_back(info.role == "data" ? kActivation : kParameter);
+      priorities.push_back(info.role == tg::Role::data ? kActivation : kParameter);
     }
     SmallVector<std::optional<Plan>> required;
     for (auto [i, type] : llvm::enumerate(main.getResultTypes())) {

@@ -84,8 +84,8 @@ static std::vector<GraphValueInfo> readInfos(func::FuncOp fn, bool arguments) {
     if (attrs) {
       if (auto name = attrs.getAs<StringAttr>(kNameAttr))
         info.name = name.str();
-      if (auto role = attrs.getAs<StringAttr>(kRoleAttr))
-        info.role = role.str();
+      if (auto role = attrs.getAs<RoleAttr>(kRoleAttr))
+        info.role = role.getValue();
       if (auto bound = attrs.getAs<IntegerAttr>(kIndexBoundAttr))
         info.indexBound = bound.getInt();
       info.initialValue = attrs.getAs<ElementsAttr>(kInitAttr);
@@ -118,14 +118,14 @@ static LogicalResult verifyInfos(func::FuncOp fn, bool arguments) {
     if (!info.type)
       return fn.emitError() << what << " #" << i
                             << " is not a ranked tensor";
-    if (info.name.empty() || info.role.empty())
+    if (info.name.empty() || !info.role)
       return fn.emitError() << what << " #" << i << " needs '" << kNameAttr
                             << "' and '" << kRoleAttr << "' attributes";
-    if (!seen.insert(info.role + "/" + info.name).second)
+    if (!seen.insert(stringifyRole(*info.role).str() + "/" + info.name).second)
       return fn.emitError() << what << " #" << i << ": name '" << info.name
-                            << "' is used twice for role '" << info.role
-                            << "'";
-    if (info.role == "loss") {
+                            << "' is used twice for role '"
+                            << stringifyRole(*info.role) << "'";
+    if (info.role == Role::loss) {
       if (++losses > 1)
         return fn.emitError() << "the graph has more than one loss result";
       if (info.type.getRank() != 0 ||

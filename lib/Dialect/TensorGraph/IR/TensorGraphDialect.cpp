@@ -39,13 +39,12 @@ void TensorGraphDialect::initialize() {
       >();
 }
 
-bool spmdc::tg::isArgumentRole(StringRef role) {
-  return role == "param" || role == "data" || role == "state";
+bool spmdc::tg::isArgumentRole(Role role) {
+  return role == Role::param || role == Role::data || role == Role::state;
 }
 
-bool spmdc::tg::isResultRole(StringRef role) {
-  return role == "loss" || role == "output" || role == "param" ||
-         role == "state" || role == "grad";
+bool spmdc::tg::isResultRole(Role role) {
+  return role != Role::data;
 }
 
 /// Checks one `tg.*` attribute on a function argument or result.
@@ -60,14 +59,14 @@ static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
     return success();
   }
   if (name == kRoleAttr) {
-    auto role = llvm::dyn_cast<StringAttr>(attr.getValue());
+    auto role = llvm::dyn_cast<RoleAttr>(attr.getValue());
     if (!role || !(isArgument ? isArgumentRole(role.getValue())
                               : isResultRole(role.getValue())))
       return op->emitError()
              << what << " #" << index << ": '" << kRoleAttr << "' must be "
-             << (isArgument ? "\"param\", \"data\" or \"state\""
-                            : "\"loss\", \"output\", \"param\", \"state\" or "
-                              "\"grad\"")
+             << (isArgument ? "#tg.role<param>, <data> or <state>"
+                            : "#tg.role<loss>, <output>, <param>, <state> or "
+                              "<grad>")
              << ", got " << attr.getValue();
     return success();
   }

@@ -33,7 +33,7 @@ llvm::DenseSet<Value> activeValues(func::FuncOp fn,
                                    ArrayRef<GraphValueInfo> args) {
   llvm::DenseSet<Value> active;
   for (auto [arg, info] : llvm::zip(fn.getArguments(), args))
-    if (info.role == "param" && isFloatTensor(arg))
+    if (info.role == Role::param && isFloatTensor(arg))
       active.insert(arg);
   for (Operation &op : fn.getBody().front().without_terminator())
     if (llvm::any_of(op.getOperands(),
@@ -58,11 +58,11 @@ struct TgAutodiffPass : spmdc::tg::impl::TgAutodiffBase<TgAutodiffPass> {
     auto args = getArgumentInfos(fn);
     auto results = getResultInfos(fn);
     auto lossIt = llvm::find_if(
-        results, [](const GraphValueInfo &r) { return r.role == "loss"; });
+        results, [](const GraphValueInfo &r) { return r.role == Role::loss; });
     if (lossIt == results.end())
       return fn.emitError("--tg-autodiff needs a result of role 'loss'");
     if (llvm::any_of(results,
-                     [](const GraphValueInfo &r) { return r.role == "grad"; }))
+                     [](const GraphValueInfo &r) { return r.role == Role::grad; }))
       return fn.emitError("the graph already has gradients: autodiff runs "
                           "once");
 
@@ -117,7 +117,7 @@ struct TgAutodiffPass : spmdc::tg::impl::TgAutodiffBase<TgAutodiffPass> {
       resultAttrs.push_back(fn.getResultAttrDict(i));
     b.setInsertionPoint(ret);
     for (auto [arg, info] : llvm::zip(fn.getArguments(), args)) {
-      if (info.role != "param" || !isFloatTensor(arg))
+      if (info.role != Role::param || !isFloatTensor(arg))
         continue;
       Value g = grads.lookup(arg);
       if (!g)
@@ -126,7 +126,7 @@ struct TgAutodiffPass : spmdc::tg::impl::TgAutodiffBase<TgAutodiffPass> {
       resultTypes.push_back(g.getType());
       NamedAttrList attrs;
       attrs.append(kNameAttr, b.getStringAttr(info.name));
-      attrs.append(kRoleAttr, b.getStringAttr("grad"));
+      attrs.append(kRoleAttr, RoleAttr::get(b.getContext(), Role::grad));
       resultAttrs.push_back(attrs.getDictionary(&getContext()));
     }
     func::ReturnOp::create(b, ret->getLoc(), newResults);

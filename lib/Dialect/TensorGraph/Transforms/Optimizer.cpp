@@ -47,7 +47,7 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     OpBuilder b(&getContext());
     NamedAttrList attrs;
     attrs.append(kNameAttr, b.getStringAttr(name));
-    attrs.append(kRoleAttr, b.getStringAttr("state"));
+    attrs.append(kRoleAttr, RoleAttr::get(b.getContext(), Role::state));
     unsigned index = fn.getNumArguments();
     (void)fn.insertArgument(index, type, attrs.getDictionary(&getContext()),
                             fn.getLoc());
@@ -59,7 +59,7 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     auto args = getArgumentInfos(fn);
     auto results = getResultInfos(fn);
     Operation *ret = fn.getBody().front().getTerminator();
-    if (llvm::none_of(results, [](auto &r) { return r.role == "grad"; }))
+    if (llvm::none_of(results, [](auto &r) { return r.role == Role::grad; }))
       return fn.emitError("--tg-optimizer needs the 'grad' results of "
                           "--tg-autodiff");
 
@@ -88,13 +88,13 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     SmallVector<std::pair<std::string, Value>> updatedParams;
     for (auto [i, info] : llvm::enumerate(results)) {
       Value value = ret->getOperand(i);
-      if (info.role != "grad") {
+      if (info.role != Role::grad) {
         kept.push_back(value);
         keptInfo.push_back(info);
         continue;
       }
       auto paramIt = llvm::find_if(args, [&](const GraphValueInfo &a) {
-        return a.role == "param" && a.name == info.name;
+        return a.role == Role::param && a.name == info.name;
       });
       if (paramIt == args.end())
         return fn.emitError() << "gradient '" << info.name
@@ -112,21 +112,21 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     // parameters, then the updated state.
     SmallVector<Value> newResults(kept);
     SmallVector<DictionaryAttr> newAttrs;
-    auto attrsOf = [&](StringRef name, StringRef role) {
+    auto attrsOf = [&](StringRef name, Role role) {
       NamedAttrList attrs;
       attrs.append(kNameAttr, b.getStringAttr(name));
-      attrs.append(kRoleAttr, b.getStringAttr(role));
+      attrs.append(kRoleAttr, RoleAttr::get(&getContext(), role));
       return attrs.getDictionary(&getContext());
     };
     for (const GraphValueInfo &info : keptInfo)
-      newAttrs.push_back(attrsOf(info.name, info.role));
+      newAttrs.push_back(attrsOf(info.name, *info.role));
     for (auto &[name, value] : updatedParams) {
       newResults.push_back(value);
-      newAttrs.push_back(attrsOf(name, "param"));
+      newAttrs.push_back(attrsOf(name, Role::param));
     }
     for (auto &[name, value] : stateResults) {
       newResults.push_back(value);
-      newAttrs.push_back(attrsOf(name, "state"));
+      newAttrs.push_back(attrsOf(name, Role::state));
     }
     for (Operation *op = lastBackwardOp ? lastBackwardOp->getNextNode()
                                         : &fn.getBody().front().front();

@@ -170,7 +170,7 @@ struct TgPartitionPass : spmdc::tg::impl::TgPartitionBase<TgPartitionPass> {
     }
     auto results = getResultInfos(fn);
     auto lossIt = llvm::find_if(
-        results, [](const GraphValueInfo &r) { return r.role == "loss"; });
+        results, [](const GraphValueInfo &r) { return r.role == Role::loss; });
     if (lossIt == results.end()) {
       fn.emitError("--tg-partition needs a result of role 'loss'");
       return signalPassFailure();

@@ -16,7 +16,8 @@ func.func @entry() {
   return
 }
 MLIR
-spmdc-opt "$dir/$name.entry.mlir" --tg-decompose --convert-tg-to-linalg \
+spmdc-opt "$dir/$name.entry.mlir" --tg-decompose --strip-graph-attributes \
+  --convert-tg-to-linalg \
   --linalg-fuse-elementwise-ops \
   --one-shot-bufferize="bufferize-function-boundaries" \
   --convert-linalg-to-loops --convert-scf-to-cf --expand-strided-metadata \

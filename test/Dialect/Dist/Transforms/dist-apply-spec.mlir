@@ -11,10 +11,10 @@
 // results @main must return in a given sharding; nothing else yet.
 // DDP: module attributes {dist.planned_mesh = {axes = ["dp"], shape = array<i64: 2>}}
 // DDP-LABEL: func.func @main
-// DDP-SAME: tensor<8x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}} from "spec /batch_dims">, tg.name = "x", tg.role = "data"}
-// DDP-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\[\], \[\]\]}} from "no spec entry: replicated">, tg.name = "w1", tg.role = "param"}
-// DDP-SAME: -> (tensor<f32> {dist.sharding = #dist.sharding<[] from "the loss, replicated">, tg.name = "loss", tg.role = "loss"}
-// DDP-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\[\], \[\]\]}} from "as argument 'w1' went in">, tg.name = "w1", tg.role = "param"}
+// DDP-SAME: tensor<8x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}} from "spec /batch_dims">, tg.name = "x", tg.role = #tg.role<data>}
+// DDP-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\[\], \[\]\]}} from "no spec entry: replicated">, tg.name = "w1", tg.role = #tg.role<param>}
+// DDP-SAME: -> (tensor<f32> {dist.sharding = #dist.sharding<[] from "the loss, replicated">, tg.name = "loss", tg.role = #tg.role<loss>}
+// DDP-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\[\], \[\]\]}} from "as argument 'w1' went in">, tg.name = "w1", tg.role = #tg.role<param>}
 // DDP-NEXT: tg.transpose
 // DDP-NOT: dist.
 // DDP: return
@@ -24,10 +24,10 @@
 // sequence parallelism's axis is where parameters lead.
 // SEQ: module attributes {dist.parameters_lead = ["tp"], dist.planned_mesh = {axes = ["dp", "tp"], shape = array<i64: 2, 2>}}
 // SEQ-LABEL: func.func @main
-// SEQ-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\["tp"\], \["dp"\]\]}} from "spec /tensors/w1/dp">, tg.name = "w1", tg.role = "param"}
-// SEQ-SAME: tensor<2x6xf32> {dist.sharding = #dist.sharding<{{\[\[\], \["tp"\]\]}} from "spec /presets/tp">, tg.name = "w2", tg.role = "param"}
-// SEQ-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\["tp"\], \["dp"\]\]}} from "spec /tensors/w1/dp">, tg.name = "w1.exp_avg", tg.role = "state"}
-// SEQ-SAME: tensor<2x6xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \["tp"\]\]}} from "spec /presets/dp">, tg.name = "w2.exp_avg", tg.role = "state"}
+// SEQ-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\["tp"\], \["dp"\]\]}} from "spec /tensors/w1/dp">, tg.name = "w1", tg.role = #tg.role<param>}
+// SEQ-SAME: tensor<2x6xf32> {dist.sharding = #dist.sharding<{{\[\[\], \["tp"\]\]}} from "spec /presets/tp">, tg.name = "w2", tg.role = #tg.role<param>}
+// SEQ-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\["tp"\], \["dp"\]\]}} from "spec /tensors/w1/dp">, tg.name = "w1.exp_avg", tg.role = #tg.role<state>}
+// SEQ-SAME: tensor<2x6xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \["tp"\]\]}} from "spec /presets/dp">, tg.name = "w2.exp_avg", tg.role = #tg.role<state>}
 
 // UNEVEN: uneven.json{{.*}}: error: 'x' of shape [8, 4] does not divide evenly into [S(dp), R] on mesh [3]
 // UNKNOWN: unknown.json{{.*}}: error: the graph has no tensor 'w3'
@@ -36,10 +36,10 @@
 // TWICE: error: the module is already sharded
 
 //--- step.mlir
-func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = "data"},
-                %w1: tensor<6x4xf32> {tg.name = "w1", tg.role = "param"},
-                %w2: tensor<2x6xf32> {tg.name = "w2", tg.role = "param"})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
+                %w1: tensor<6x4xf32> {tg.name = "w1", tg.role = #tg.role<param>},
+                %w2: tensor<2x6xf32> {tg.name = "w2", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   %w1t = tg.transpose %w1 perm [1, 0] : tensor<6x4xf32>
   %h = tg.matmul %x, %w1t : tensor<8x4xf32>, tensor<4x6xf32>
   %a = tg.tanh %h : tensor<8x6xf32>

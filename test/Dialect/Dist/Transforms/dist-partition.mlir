@@ -10,8 +10,8 @@
 // once, in their phase, named after what they serve.
 // DDP: module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}}
 // DDP-LABEL: func.func @main
-// DDP-SAME: tensor<4x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}}>, tg.name = "x", tg.role = "data"}
-// DDP-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\[\], \[\]\]}}>, tg.name = "w1", tg.role = "param"}
+// DDP-SAME: tensor<4x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}}>, tg.name = "x", tg.role = #tg.role<data>}
+// DDP-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\[\], \[\]\]}}>, tg.name = "w1", tg.role = #tg.role<param>}
 // DDP: tg.matmul %{{.*}}, %{{.*}} : tensor<4x4xf32>, tensor<4x6xf32>
 // DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "loss", phase = "forward"} : tensor<f32>
 // DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w2", phase = "backward"} : tensor<2x6xf32>
@@ -24,8 +24,8 @@
 // row-parallel output, batch x 2, in the forward; none in the backward
 // (x is data: nothing needs its gradient).
 // TP-LABEL: func.func @main
-// TP-SAME: tensor<3x4xf32> {dist.sharding = #dist.sharding<{{\[\["tp"\], \[\]\]}}>, tg.name = "w1", tg.role = "param"}
-// TP-SAME: tensor<2x3xf32> {dist.sharding = #dist.sharding<{{\[\[\], \["tp"\]\]}}>, tg.name = "w2", tg.role = "param"}
+// TP-SAME: tensor<3x4xf32> {dist.sharding = #dist.sharding<{{\[\["tp"\], \[\]\]}}>, tg.name = "w1", tg.role = #tg.role<param>}
+// TP-SAME: tensor<2x3xf32> {dist.sharding = #dist.sharding<{{\[\[\], \["tp"\]\]}}>, tg.name = "w2", tg.role = #tg.role<param>}
 // TP: %[[H:.*]] = tg.matmul %{{.*}}, %{{.*}} : tensor<8x4xf32>, tensor<4x3xf32>
 // TP: %[[Y:.*]] = tg.matmul %{{.*}}, %{{.*}} : tensor<8x3xf32>, tensor<3x2xf32>
 // TP: dist.all_reduce %[[Y]] axes ["tp"] {origin = "activation", phase = "forward"} : tensor<8x2xf32>
@@ -35,7 +35,7 @@
 // ZeRO-1: optimizer state split on dim 0; gradients reduce-scattered into
 // it, updated parameters all-gathered back whole.
 // ZERO-LABEL: func.func @main
-// ZERO-SAME: tensor<3x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}}>, tg.name = "w1.exp_avg", tg.role = "state"}
+// ZERO-SAME: tensor<3x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}}>, tg.name = "w1.exp_avg", tg.role = #tg.role<state>}
 // ZERO-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "w1", phase = "backward"} : tensor<6x4xf32> -> tensor<3x4xf32>
 // ZERO-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "w2", phase = "backward"} : tensor<2x6xf32> -> tensor<1x6xf32>
 // ZERO-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "w1", phase = "optimizer"} : tensor<3x4xf32> -> tensor<6x4xf32>
@@ -63,13 +63,13 @@
 
 //--- planned.mlir
 module attributes {dist.planned_mesh = {axes = ["dp"], shape = array<i64: 2>}} {
-  func.func @main(%x: tensor<8x4xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "x", tg.role = "data"},
-                  %w: tensor<4x2xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "w", tg.role = "param"},
-                  %a: tensor<8x4xf32> {dist.sharding = #dist.sharding<[[], ["dp"]]>, tg.name = "a", tg.role = "data"},
-                  %b: tensor<4x2xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "b", tg.role = "param"})
-      -> (tensor<8x2xf32> {dist.sharding = #dist.sharding<[["dp"], []] from "by hand">, tg.name = "y", tg.role = "output"},
-          tensor<8x2xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "z", tg.role = "output"},
-          tensor<8x2xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "v", tg.role = "output"}) {
+  func.func @main(%x: tensor<8x4xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "x", tg.role = #tg.role<data>},
+                  %w: tensor<4x2xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "w", tg.role = #tg.role<param>},
+                  %a: tensor<8x4xf32> {dist.sharding = #dist.sharding<[[], ["dp"]]>, tg.name = "a", tg.role = #tg.role<data>},
+                  %b: tensor<4x2xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "b", tg.role = #tg.role<param>})
+      -> (tensor<8x2xf32> {dist.sharding = #dist.sharding<[["dp"], []] from "by hand">, tg.name = "y", tg.role = #tg.role<output>},
+          tensor<8x2xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "z", tg.role = #tg.role<output>},
+          tensor<8x2xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "v", tg.role = #tg.role<output>}) {
     %y = tg.matmul %x, %w {dist.sharding = #dist.sharding<[["dp"], []] from "by hand">} : tensor<8x4xf32>, tensor<4x2xf32>
     %z = tg.matmul %a, %b {dist.sharding = #dist.sharding<[["dp"], []]>} : tensor<8x4xf32>, tensor<4x2xf32>
     %v = tg.matmul %a, %b {dist.sharding = #dist.sharding<[[], []]>} : tensor<8x4xf32>, tensor<4x2xf32>
@@ -78,18 +78,18 @@ module attributes {dist.planned_mesh = {axes = ["dp"], shape = array<i64: 2>}} {
 }
 //--- unplanned.mlir
 module attributes {dist.planned_mesh = {axes = ["dp"], shape = array<i64: 2>}} {
-  func.func @main(%x: tensor<8x4xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "x", tg.role = "data"},
-                  %w: tensor<4x2xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "w", tg.role = "param"})
-      -> (tensor<8x2xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "y", tg.role = "output"}) {
+  func.func @main(%x: tensor<8x4xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "x", tg.role = #tg.role<data>},
+                  %w: tensor<4x2xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "w", tg.role = #tg.role<param>})
+      -> (tensor<8x2xf32> {dist.sharding = #dist.sharding<[["dp"], []]>, tg.name = "y", tg.role = #tg.role<output>}) {
     %y = tg.matmul %x, %w : tensor<8x4xf32>, tensor<4x2xf32>
     return %y : tensor<8x2xf32>
   }
 }
 //--- step.mlir
-func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = "data"},
-                %w1: tensor<6x4xf32> {tg.name = "w1", tg.role = "param"},
-                %w2: tensor<2x6xf32> {tg.name = "w2", tg.role = "param"})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
+                %w1: tensor<6x4xf32> {tg.name = "w1", tg.role = #tg.role<param>},
+                %w2: tensor<2x6xf32> {tg.name = "w2", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   %w1t = tg.transpose %w1 perm [1, 0] : tensor<6x4xf32>
   %h = tg.matmul %x, %w1t : tensor<8x4xf32>, tensor<4x6xf32>
   %a = tg.tanh %h : tensor<8x6xf32>

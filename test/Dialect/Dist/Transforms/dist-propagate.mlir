@@ -41,10 +41,10 @@
 // TWICE: error: the module is already partitioned
 
 //--- step.mlir
-func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = "data"},
-                %w1: tensor<6x4xf32> {tg.name = "w1", tg.role = "param"},
-                %w2: tensor<2x6xf32> {tg.name = "w2", tg.role = "param"})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
+                %w1: tensor<6x4xf32> {tg.name = "w1", tg.role = #tg.role<param>},
+                %w2: tensor<2x6xf32> {tg.name = "w2", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   %w1t = tg.transpose %w1 perm [1, 0] : tensor<6x4xf32>
   %h = tg.matmul %x, %w1t : tensor<8x4xf32>, tensor<4x6xf32>
   %a = tg.tanh %h : tensor<8x6xf32>

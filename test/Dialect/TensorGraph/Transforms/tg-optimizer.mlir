@@ -7,8 +7,8 @@
 // Momentum and weight decay as in torch.optim.SGD -
 // g' = g + wd w; buf' = momentum buf + g'; w' = w - lr buf'.
 // SGD-LABEL: func.func @main
-// SGD-SAME: (%[[W:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w", tg.role = "param"}, %[[BUF:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = "state"})
-// SGD-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}, tensor<2xf32> {tg.name = "w", tg.role = "param"}, tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = "state"})
+// SGD-SAME: (%[[W:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>}, %[[BUF:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = #tg.role<state>})
+// SGD-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}, tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>}, tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = #tg.role<state>})
 // The gradient is tagged with its parameter, the update with its phase.
 // SGD: %[[G:.*]] = tg.add %{{.*}}, %{{.*}} {tg.grad_of = "w"} : tensor<2xf32>, tensor<2xf32>
 // SGD: %[[WD:.*]] = tg.full 1.000000e-01 {{.*}}: tensor<f32>
@@ -24,15 +24,15 @@
 
 // Without momentum there is no state.
 // PLAIN-LABEL: func.func @main
-// PLAIN-SAME: (%{{[a-z0-9]+}}: tensor<2xf32> {tg.name = "w", tg.role = "param"})
-// PLAIN-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}, tensor<2xf32> {tg.name = "w", tg.role = "param"})
+// PLAIN-SAME: (%{{[a-z0-9]+}}: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>})
+// PLAIN-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}, tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>})
 
 // AdamW: a shared step count and two moments per parameter.
 // ADAMW-LABEL: func.func @main
-// ADAMW-SAME: %[[T:[a-z0-9]+]]: tensor<f32> {tg.name = "step", tg.role = "state"}
-// ADAMW-SAME: tensor<2xf32> {tg.name = "w.exp_avg", tg.role = "state"}
-// ADAMW-SAME: tensor<2xf32> {tg.name = "w.exp_avg_sq", tg.role = "state"}
-// ADAMW-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}, tensor<2xf32> {tg.name = "w", tg.role = "param"}, tensor<f32> {tg.name = "step", tg.role = "state"}, tensor<2xf32> {tg.name = "w.exp_avg", tg.role = "state"}, tensor<2xf32> {tg.name = "w.exp_avg_sq", tg.role = "state"})
+// ADAMW-SAME: %[[T:[a-z0-9]+]]: tensor<f32> {tg.name = "step", tg.role = #tg.role<state>}
+// ADAMW-SAME: tensor<2xf32> {tg.name = "w.exp_avg", tg.role = #tg.role<state>}
+// ADAMW-SAME: tensor<2xf32> {tg.name = "w.exp_avg_sq", tg.role = #tg.role<state>}
+// ADAMW-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}, tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>}, tensor<f32> {tg.name = "step", tg.role = #tg.role<state>}, tensor<2xf32> {tg.name = "w.exp_avg", tg.role = #tg.role<state>}, tensor<2xf32> {tg.name = "w.exp_avg_sq", tg.role = #tg.role<state>})
 // ADAMW: %[[T1:.*]] = tg.add %[[T]], %{{.*}} {{.*}}: tensor<f32>, tensor<f32>
 // ADAMW: %[[T64:.*]] = tg.convert %[[T1]] {{.*}}: tensor<f32> to tensor<f64>
 // ADAMW: tg.full 9.999900e-01 {{.*}}: tensor<f32>
@@ -52,8 +52,8 @@
 // NOGRAD: error: --tg-optimizer needs the 'grad' results of --tg-autodiff
 // UNKNOWN: error: unknown optimizer 'lion' (expected sgd or adamw)
 
-func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = "param"})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   %s = tg.mul %w, %w : tensor<2xf32>, tensor<2xf32>
   %l = tg.sum %s dims [0] : tensor<2xf32>
   return %l : tensor<f32>

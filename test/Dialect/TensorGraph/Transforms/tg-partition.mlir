@@ -21,9 +21,9 @@
 // SAVE-NOT: tg.tanh
 // SAVE: tg.matmul
 // SAVE: return
-func.func @main(%x: tensor<4x8xf32> {tg.name = "x", tg.role = "data"},
-                %w: tensor<8x8xf32> {tg.name = "w", tg.role = "param"})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+func.func @main(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<data>},
+                %w: tensor<8x8xf32> {tg.name = "w", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   %h = tg.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32>
   %a = tg.tanh %h : tensor<4x8xf32>
   %b = tg.mul %a, %a : tensor<4x8xf32>, tensor<4x8xf32>
@@ -47,9 +47,9 @@ func.func @main(%x: tensor<4x8xf32> {tg.name = "x", tg.role = "data"},
 // MINCUT: tg.tanh %[[E]]
 // MINCUT-NOT: tg.sigmoid
 // MINCUT: return
-func.func @main(%x: tensor<4x8xf32> {tg.name = "x", tg.role = "data"},
-                %w: tensor<8x8xf32> {tg.name = "w", tg.role = "param"})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+func.func @main(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<data>},
+                %w: tensor<8x8xf32> {tg.name = "w", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   %h = tg.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32>
   %s = tg.sigmoid %h : tensor<4x8xf32>
   %e = tg.exp %s : tensor<4x8xf32>

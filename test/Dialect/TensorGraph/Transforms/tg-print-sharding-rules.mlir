@@ -8,9 +8,9 @@
 // the operands the result is linear in, one at a time). Composites keep
 // everything whole: they are decomposed before the shard stage.
 
-func.func @signature(%x: tensor<8x4xf32> {tg.name = "x", tg.role = "data"},
-                     %t: tensor<8xi64> {tg.name = "t", tg.role = "data", tg.index_bound = 2 : i64})
-    -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+func.func @signature(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
+                     %t: tensor<8xi64> {tg.name = "t", tg.role = #tg.role<data>, tg.index_bound = 2 : i64})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
   // CHECK: tg.sum {{.*}}#tg.sharding_rule<([i, j])->([]) {i=8, j=4} reduction={i, j} linear={0}>
   %s = tg.sum %x dims [0, 1] : tensor<8x4xf32>
   return %s : tensor<f32>

@@ -9,6 +9,8 @@
 #ifndef SPMDC_DIALECT_TENSORGRAPH_IR_GRAPHSIGNATURE_H
 #define SPMDC_DIALECT_TENSORGRAPH_IR_GRAPHSIGNATURE_H
 
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -31,7 +33,8 @@ struct InitialValueRef {
 /// One argument or result of a graph.
 struct GraphValueInfo {
   std::string name;
-  std::string role;
+  /// Absent where the attribute is missing (the verifier reports it).
+  std::optional<Role> role;
   mlir::RankedTensorType type;
   /// For integer data inputs: values lie in [0, indexBound).
   std::optional<int64_t> indexBound;

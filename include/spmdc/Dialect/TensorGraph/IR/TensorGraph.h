@@ -105,8 +105,8 @@ namespace spmdc::tg {
 
 /// Argument/result attribute: the user's name of the tensor.
 inline constexpr llvm::StringLiteral kNameAttr = "tg.name";
-/// Argument/result attribute: param, data, state (args); loss, output,
-/// param, state, grad (results).
+/// Argument/result attribute, a #tg.role: param, data, state (args);
+/// loss, output, param, state, grad (results).
 inline constexpr llvm::StringLiteral kRoleAttr = "tg.role";
 /// Argument attribute on integer data: values lie in [0, bound).
 inline constexpr llvm::StringLiteral kIndexBoundAttr = "tg.index_bound";
@@ -141,10 +141,12 @@ inline constexpr llvm::StringLiteral kGradOfAttr = "tg.grad_of";
 /// The name of a graph's entry function.
 inline constexpr llvm::StringLiteral kEntryName = "main";
 
-/// True if `role` is a valid role of a function argument.
-bool isArgumentRole(llvm::StringRef role);
-/// True if `role` is a valid role of a function result.
-bool isResultRole(llvm::StringRef role);
+/// True if `role` is a valid role of a function argument (param, data,
+/// state).
+bool isArgumentRole(Role role);
+/// True if `role` is a valid role of a function result (loss, output,
+/// param, state, grad).
+bool isResultRole(Role role);
 
 /// NumPy broadcast of two static shapes; failure if incompatible.
 mlir::FailureOr<llvm::SmallVector<int64_t>>

@@ -29,7 +29,8 @@ def TensorGraph_Dialect : Dialect {
   let description = [{
     A graph is a `func.func @main` whose arguments and results carry two
     attributes: `tg.name` (the user's name for the tensor, e.g.
-    `"layers.0.mlp.fc1.weight"`) and `tg.role`. Argument roles are `param`
+    `"layers.0.mlp.fc1.weight"`) and `tg.role` (`#tg.role<param>`).
+    Argument roles are `param`
     (trainable), `data` (a batch input) and `state` (optimizer state);
     result roles are `loss` (a scalar), `param` and `state` (the updated
     values, fed back by name into the next step), `grad` and `output`.
@@ -37,9 +38,9 @@ def TensorGraph_Dialect : Dialect {
     runner draws for them lie in [0, N).
 
     ```mlir
-    func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = "data"},
-                    %w: tensor<2x4xf32> {tg.name = "w", tg.role = "param"})
-        -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+    func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
+                    %w: tensor<2x4xf32> {tg.name = "w", tg.role = #tg.role<param>})
+        -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
       %y = tg.linear %x, %w : tensor<8x4xf32>, tensor<2x4xf32>
       %l = tg.mean %y dims [0, 1] : tensor<8x2xf32>
       return %l : tensor<f32>
@@ -66,6 +67,18 @@ def TG_ComparePredicate : I32EnumAttr<"ComparePredicate",
 }
 def TG_ComparePredicateAttr
     : EnumAttr<TensorGraph_Dialect, TG_ComparePredicate, "predicate">;
+
+def TG_Role : I32EnumAttr<"Role", "what a tensor of the step is", [
+  I32EnumAttrCase<"param", 0>, I32EnumAttrCase<"data", 1>,
+  I32EnumAttrCase<"state", 2>, I32EnumAttrCase<"loss", 3>,
+  I32EnumAttrCase<"output", 4>, I32EnumAttrCase<"grad", 5>]> {
+  let cppNamespace = "::spmdc::tg";
+  let genSpecializedAttr = 0;
+}
+def TG_RoleAttr : EnumAttr<TensorGraph_Dialect, TG_Role, "role"> {
+  let summary = "the role of a graph's argument or result (`tg.role`)";
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def TG_ShardingRuleAttr : AttrDef<TensorGraph_Dialect, "ShardingRule"> {
   let mnemonic = "sharding_rule";

@@ -44,8 +44,8 @@ def TgAutodiff : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
 
     Before:
     ```mlir
-    func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = "param"})
-        -> (tensor<f32> {tg.name = "loss", tg.role = "loss"}) {
+    func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>})
+        -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
       %s = tg.mul %w, %w : tensor<2xf32>, tensor<2xf32>
       %l = tg.sum %s dims [0] : tensor<2xf32>
       return %l : tensor<f32>
@@ -53,9 +53,9 @@ def TgAutodiff : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
     ```
     After (up to naming):
     ```mlir
-    func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = "param"})
-        -> (tensor<f32> {tg.name = "loss", tg.role = "loss"},
-            tensor<2xf32> {tg.name = "w", tg.role = "grad"}) {
+    func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>})
+        -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>},
+            tensor<2xf32> {tg.name = "w", tg.role = #tg.role<grad>}) {
       %s = tg.mul %w, %w : tensor<2xf32>, tensor<2xf32>
       %l = tg.sum %s dims [0] : tensor<2xf32>
       %one = tg.full 1.0 : tensor<f32>
@@ -85,11 +85,11 @@ def TgOptimizer : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
 
     Before: `@main(w) -> (loss, grad w)`. After, for SGD with momentum:
     ```mlir
-    func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = "param"},
-                    %buf: tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = "state"})
-        -> (tensor<f32> {tg.name = "loss", tg.role = "loss"},
-            tensor<2xf32> {tg.name = "w", tg.role = "param"},
-            tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = "state"})
+    func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>},
+                    %buf: tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = #tg.role<state>})
+        -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>},
+            tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>},
+            tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = #tg.role<state>})
     ```
   }];
   let options = [
