@@ -3,8 +3,8 @@
 #include "spmdc/Runner/CompiledStep.h"
 
 #include "spmdc/Runner/CudaRuntimeLibrary.h"
-#include "spmdc/Runtime/BFloat16.h"
 #include "spmdc/Runtime/Blas.h"
+#include "spmdc/Runtime/FloatFormats.h"
 #include "spmdc/Runtime/MemRefCopy.h"
 #include "spmdc/Runtime/SafeTensors.h"
 #include "spmdc/Target/NativeCode.h"
