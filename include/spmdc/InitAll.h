@@ -13,6 +13,7 @@
 #include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
+#include "spmdc/Pipeline/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -26,7 +27,8 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::func::FuncDialect>();
 }
 
-/// Registers the project's passes and the upstream ones its pipelines use.
+/// Registers the project's passes, the upstream ones its pipelines use and
+/// the lower stage's pipelines (spmdc-lower-cpu, spmdc-lower-cuda).
 inline void registerAllPasses() {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
@@ -34,6 +36,7 @@ inline void registerAllPasses() {
   tg::registerTensorGraphPasses();
   dist::registerDistPasses();
   registerConversionPasses();
+  registerLoweringPipelines();
 }
 
 } // namespace spmdc

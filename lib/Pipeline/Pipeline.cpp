@@ -1,12 +1,19 @@
 //===- Pipeline.cpp - the stages of spmdc as one pass pipeline ------------===//
 
 #include "spmdc/Pipeline/Pipeline.h"
+#include "spmdc/Conversion/Passes.h"
 #include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSwitch.h"
-#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
@@ -47,6 +54,14 @@ llvm::StringRef stageName(Stage stage) {
   return "module";
 }
 
+const char *targetName(Target target) {
+  return target == Target::Cuda ? "cuda" : "cpu";
+}
+
+const char *cudaArchName(CudaArch arch) {
+  return arch == CudaArch::Sm80 ? "sm_80" : "sm_90";
+}
+
 // The lowering's pieces, shared by the targets.
 
 /// The signature's attributes go (they have been read); collectives and
@@ -58,91 +73,155 @@ llvm::StringRef stageName(Stage stage) {
 /// own alignment (16 bytes; the vectorized loops' loads and stores need 4),
 /// which spares the pointer arithmetic 64-byte alignment puts around each
 /// malloc (~1,900 of them in GPT-2 small's step).
-static constexpr const char *kToBuffers =
-    "strip-graph-attributes,convert-dist-to-runtime,convert-tg-matmul-to-blas,"
-    "convert-tg-to-linalg,fuse-elementwise,"
-    "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map "
-    "buffer-alignment=0},"
-    "number-constant-globals,";
+static void addToBuffers(OpPassManager &pm) {
+  pm.addPass(createStripGraphAttributes());
+  pm.addPass(createConvertDistToRuntime());
+  pm.addPass(createConvertTgMatmulToBlas());
+  pm.addPass(createConvertTgToLinalg());
+  pm.addPass(createFuseElementwise());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.bufferAlignment = 0;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createNumberConstantGlobals());
+}
+
+/// Deallocations placed; those that free nothing dropped. Dropping them
+/// removes the ownership flags placement threads through loops writing a
+/// buffer in place (a scatter), which would otherwise keep such a loop on
+/// the host (cuda) or out of a nest of its own (cpu).
+static void addDeallocations(OpPassManager &pm) {
+  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createDropSelfRetainingDeallocs());
+  pm.addPass(createCanonicalizerPass());
+}
 
 /// Every loop nest in the form of a GPU kernel: parallel loops over blocks
 /// and threads (--form-gpu-kernels fuses row-wise neighbours first).
 /// Deallocations are placed but not lowered yet, so their helper loops stay
-/// host code. Dropping the deallocations that free nothing removes the
-/// ownership flags placement threads through loops writing a buffer in
-/// place (a scatter), which would otherwise keep such a loop on the host.
-static constexpr const char *kToKernelLoops =
-    "prepare-linalg-for-gpu,"
-    "ownership-based-buffer-deallocation,canonicalize,"
-    "drop-self-retaining-deallocs,canonicalize,"
-    "convert-linalg-to-parallel-loops,canonicalize,form-gpu-kernels,";
+/// host code.
+static void addToKernelLoops(OpPassManager &pm) {
+  pm.addPass(createPrepareLinalgForGpu());
+  addDeallocations(pm);
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createFormGpuKernels());
+}
+
+/// The entry's arguments and results through memory, as spmd-run calls it.
+static void addWideInterfaces(OpPassManager &pm) {
+  WideInterfacesThroughMemoryOptions wide;
+  wide.entry = "main";
+  pm.addPass(createWideInterfacesThroughMemory(wide));
+}
 
 /// Host code to the LLVM dialect: f32 math as inline polynomials, each
 /// buffer freed after its last use (without that a step leaks its
 /// intermediates), and basic blocks cut short for the JIT.
-static constexpr const char *kHostToLLVM =
-    "approximate-math,"
-    "bufferization-lower-deallocations,cse,canonicalize,"
-    "convert-bufferization-to-memref,lower-affine,convert-vector-to-scf,"
-    "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-    "finalize-memref-to-llvm,func.func(convert-vector-to-llvm),"
-    "convert-math-to-llvm,"
-    "convert-to-llvm,reconcile-unrealized-casts,branchless-conditional-frees,"
-    "wide-interfaces-through-memory{entry=main},split-long-blocks";
+static void addHostToLLVM(OpPassManager &pm) {
+  pm.addPass(createApproximateMath());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addNestedPass<func::FuncOp>(createConvertVectorToLLVMPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createBranchlessConditionalFrees());
+  addWideInterfaces(pm);
+  pm.addPass(createSplitLongBlocks());
+}
 
-LogicalResult buildLoweringPipeline(OpPassManager &pm,
-                                    const LoweringOptions &options) {
-  std::string pipeline;
-  if (options.precision == "bf16")
-    pipeline += "tg-mixed-precision,";
-  pipeline += kToBuffers;
+/// Kernels through MLIR's NVVM path to PTX (kept in gpu.binary ops); host
+/// code allocates through the runtime's _mlir_memref_to_llvm_alloc (CUDA
+/// managed memory), so kernels, cuBLAS and NCCL reach every buffer.
+static void addCudaToLLVM(OpPassManager &pm, CudaArch arch) {
+  pm.addPass(createConvertParallelLoopToGpuPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createUniqueKernelNames());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions nvvm;
+  nvvm.chip = cudaArchName(arch);
+  nvvm.features = "+ptx80";
+  pm.addPass(createGpuNVVMAttachTarget(nvvm));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createStripDebugInfoPass());
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createStripGpuObjectTimings());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  addWideInterfaces(pm);
+}
+
+void buildLoweringPipeline(OpPassManager &pm, const LoweringOptions &options) {
+  bool bf16 = options.precision == Precision::BF16;
+  if (bf16)
+    pm.addPass(tg::createTgMixedPrecision());
+  addToBuffers(pm);
   // bf16 conversions as integer arithmetic: x86 has no instruction for
   // them and the JIT no libgcc helper.
-  if (options.precision == "bf16")
-    pipeline += "arith-expand{include-bf16},";
-  if (options.target == "cuda") {
-    // Kernels through MLIR's NVVM path to PTX (kept in gpu.binary ops);
-    // host code allocates through the runtime's _mlir_memref_to_llvm_alloc
-    // (CUDA managed memory), so kernels, cuBLAS and NCCL reach every
-    // buffer.
-    pipeline += kToKernelLoops;
-    pipeline += "convert-parallel-loops-to-gpu,gpu-kernel-outlining,"
-                "unique-kernel-names,"
-                "bufferization-lower-deallocations,cse,canonicalize,"
-                "convert-bufferization-to-memref,convert-scf-to-cf,"
-                "convert-func-to-llvm,expand-strided-metadata,"
-                "nvvm-attach-target{chip=" +
-                options.cudaArch +
-                " features=+ptx80},"
-                "lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
-                "canonicalize,cse,"
-                "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,canonicalize,"
-                "cse,reconcile-unrealized-casts),"
-                "finalize-memref-to-llvm{use-generic-functions},"
-                "convert-math-to-llvm,gpu-to-llvm,"
-                "gpu-module-to-binary{format=isa},strip-gpu-object-timings,"
-                "convert-to-llvm,canonicalize,cse,reconcile-unrealized-casts,"
-                "wide-interfaces-through-memory{entry=main}";
+  if (bf16) {
+    arith::ArithExpandOpsPassOptions expand;
+    expand.includeBf16 = true;
+    pm.addPass(arith::createArithExpandOpsPass(expand));
+  }
+  if (options.target == Target::Cuda) {
+    addToKernelLoops(pm);
+    addCudaToLLVM(pm, options.cudaArch);
   } else if (options.gpuKernelsOnCpu) {
     // The CUDA target's kernel loops, run by the host: checks them on
     // machines without a GPU.
-    pipeline += kToKernelLoops;
-    pipeline += kHostToLLVM;
+    addToKernelLoops(pm);
+    addHostToLLVM(pm);
   } else {
     // Loops in 8-wide SIMD where the innermost loop reads and writes
     // contiguously (MLIR's affine super-vectorizer; its strided transfers
-    // mis-lowered here), then one function per loop nest.
-    // Without the ownership flags threaded through scatter loops, those
-    // loops are nests of their own, and the glue between nests has none.
-    pipeline += "ownership-based-buffer-deallocation,canonicalize,"
-                "drop-self-retaining-deallocs,canonicalize,"
-                "convert-linalg-to-affine-loops,"
-                "func.func(vectorize-affine-loops{vector-size=8}),"
-                "canonicalize,outline-loop-nests,";
-    pipeline += kHostToLLVM;
+    // mis-lowered here), then one function per loop nest. Without the
+    // ownership flags threaded through scatter loops, those loops are nests
+    // of their own, and the glue between nests has none.
+    addDeallocations(pm);
+    pm.addPass(createConvertLinalgToAffineLoopsPass());
+    VectorizeAffineLoopsOptions vectorize;
+    vectorize.vectorSize = 8;
+    pm.addNestedPass<func::FuncOp>(createVectorizeAffineLoops(vectorize));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createOutlineLoopNests());
+    addHostToLLVM(pm);
   }
-  return parsePassPipeline(pipeline, pm, llvm::errs());
 }
 
 LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
@@ -177,8 +256,69 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     dist::addShardPasses(pm, *options.spec,
                          /*partition=*/options.emit >= Stage::Shard);
   if (options.emit >= Stage::Lower)
-    return buildLoweringPipeline(pm, options.lowering);
+    buildLoweringPipeline(pm, options.lowering);
   return success();
+}
+
+namespace {
+
+/// spmdc-lower-cpu's options: spmdc's --precision and --gpu-kernels-on-cpu.
+struct LowerCpuOptions : PassPipelineOptions<LowerCpuOptions> {
+  Option<Precision> precision{
+      *this, "precision", llvm::cl::desc("the precision of the matmuls"),
+      llvm::cl::init(Precision::F32),
+      llvm::cl::values(
+          clEnumValN(Precision::F32, "f32", "f32 throughout"),
+          clEnumValN(Precision::BF16, "bf16",
+                     "matmuls in bf16 (--tg-mixed-precision), all else f32"))};
+  Option<bool> gpuKernelsOnCpu{
+      *this, "gpu-kernels-on-cpu",
+      llvm::cl::desc("form the loop nests the CUDA target makes kernels of "
+                     "and run them on the host"),
+      llvm::cl::init(false)};
+};
+
+/// spmdc-lower-cuda's options: spmdc's --precision and --cuda-arch.
+struct LowerCudaOptions : PassPipelineOptions<LowerCudaOptions> {
+  Option<Precision> precision{
+      *this, "precision", llvm::cl::desc("the precision of the matmuls"),
+      llvm::cl::init(Precision::F32),
+      llvm::cl::values(
+          clEnumValN(Precision::F32, "f32", "f32 throughout"),
+          clEnumValN(Precision::BF16, "bf16",
+                     "matmuls in bf16 (--tg-mixed-precision), all else f32"))};
+  Option<CudaArch> cudaArch{
+      *this, "cuda-arch", llvm::cl::desc("the GPU the PTX is for"),
+      llvm::cl::init(CudaArch::Sm90),
+      llvm::cl::values(clEnumValN(CudaArch::Sm80, "sm_80", "A100"),
+                       clEnumValN(CudaArch::Sm90, "sm_90", "H100, H200"))};
+};
+
+} // namespace
+
+void registerLoweringPipelines() {
+  PassPipelineRegistration<LowerCpuOptions>(
+      "spmdc-lower-cpu",
+      "spmdc's lower stage for --target=cpu: primitive tg ops on tensors "
+      "down to the LLVM dialect (MPI, BLAS)",
+      [](OpPassManager &pm, const LowerCpuOptions &cpu) {
+        LoweringOptions options;
+        options.precision = cpu.precision;
+        options.gpuKernelsOnCpu = cpu.gpuKernelsOnCpu;
+        buildLoweringPipeline(pm, options);
+      });
+  PassPipelineRegistration<LowerCudaOptions>(
+      "spmdc-lower-cuda",
+      "spmdc's lower stage for --target=cuda: primitive tg ops on tensors "
+      "down to the LLVM dialect, kernels as PTX in gpu.binary ops (NCCL, "
+      "cuBLAS)",
+      [](OpPassManager &pm, const LowerCudaOptions &cuda) {
+        LoweringOptions options;
+        options.target = Target::Cuda;
+        options.precision = cuda.precision;
+        options.cudaArch = cuda.cudaArch;
+        buildLoweringPipeline(pm, options);
+      });
 }
 
 } // namespace spmdc

@@ -2,12 +2,12 @@
 
 #include "spmdc/Runner/CompiledStep.h"
 
-#include "spmdc/Pipeline/NativeCode.h"
 #include "spmdc/Runner/CudaRuntimeLibrary.h"
-#include "spmdc/Runtime/BFloat16.h"
 #include "spmdc/Runtime/Blas.h"
+#include "spmdc/Runtime/FloatFormats.h"
 #include "spmdc/Runtime/MemRefCopy.h"
 #include "spmdc/Runtime/SafeTensors.h"
+#include "spmdc/Target/NativeCode.h"
 #ifdef SPMDC_HAVE_MPI
 #include "spmdc/Runtime/Collectives.h"
 #endif

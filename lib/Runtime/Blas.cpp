@@ -1,7 +1,7 @@
 //===- Blas.cpp - matmuls of compiled code through CBLAS ------------------===//
 
 #include "spmdc/Runtime/Blas.h"
-#include "spmdc/Runtime/BFloat16.h"
+#include "spmdc/Runtime/FloatFormats.h"
 #include "spmdc/Runtime/MatmulBatches.h"
 
 #include <cstdint>

@@ -15,6 +15,10 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
                "MLIR's own flags (--mlir-print-ir-after-all, --mlir-timing, "
                "...) are accepted too."};
   app.allow_extras();
+  // Checked as strings (CLI11's messages name the choices), then mapped onto
+  // the pipeline's enums below.
+  std::string target = "cpu", cudaArch = "sm_90", precision = "f32",
+              partition = "min-cut";
   app.add_option("input", options.input,
                  "graph file (.json, .mlir, .mlirbc, .pt2) or - for stdin")
       ->required();
@@ -23,19 +27,18 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
       ->check(CLI::IsMember({"auto", "mlir", "json", "pt2"}));
   app.add_option("--shard-spec", options.shardSpec,
                  "shard spec JSON; absent: one rank, no sharding");
-  app.add_option("--target", options.target, "code generation target")
+  app.add_option("--target", target, "code generation target")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--cuda-arch", options.cudaArch,
-                 "GPU the PTX is for (--target=cuda)")
+  app.add_option("--cuda-arch", cudaArch, "GPU the PTX is for (--target=cuda)")
       ->check(CLI::IsMember({"sm_80", "sm_90"}));
   app.add_option("--ptx-dir", options.ptxDir,
                  "also write each kernel module's PTX to DIR/NAME.ptx "
                  "(--target=cuda, lower and module stages)");
-  app.add_option("--precision", options.precision,
+  app.add_option("--precision", precision,
                  "f32, or bf16: matmuls computed in bf16 (f32 accumulation), "
                  "weights, reductions and the optimizer in f32")
       ->check(CLI::IsMember({"f32", "bf16"}));
-  app.add_flag("--gpu-kernels-on-cpu", options.gpuKernelsOnCpu,
+  app.add_flag("--gpu-kernels-on-cpu", options.lowering.gpuKernelsOnCpu,
                "--target=cpu: form the kernels the CUDA target would and run "
                "them on the host, to check them without a GPU");
   app.add_flag("--aot", options.aot,
@@ -50,7 +53,7 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_option("--emit", options.emit, "the stage whose output to write")
       ->check(CLI::IsMember({"import", "decompose", "autodiff", "partition",
                              "propagate", "shard", "lower", "module"}));
-  app.add_option("--partition", options.partition,
+  app.add_option("--partition", partition,
                  "forward/backward partitioning policy")
       ->check(CLI::IsMember({"save-all", "min-cut"}));
   app.add_option("--optimizer", options.optimizer, "optimizer")
@@ -82,6 +85,13 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
               << "run 'spmdc --help' for usage\n";
     return 2;
   }
+  options.lowering.target = target == "cuda" ? Target::Cuda : Target::Cpu;
+  options.lowering.cudaArch =
+      cudaArch == "sm_80" ? CudaArch::Sm80 : CudaArch::Sm90;
+  options.lowering.precision =
+      precision == "bf16" ? Precision::BF16 : Precision::F32;
+  options.partition = partition == "save-all" ? tg::PartitionPolicy::SaveAll
+                                              : tg::PartitionPolicy::MinCut;
   options.mlirArgs.push_back(argv[0]);
   for (const std::string &extra : app.remaining()) {
     if (extra.rfind("--mlir-", 0) != 0 && extra.rfind("-mlir-", 0) != 0) {

@@ -9,6 +9,9 @@
 #ifndef SPMDC_TOOLS_SPMDC_DRIVEROPTIONS_H
 #define SPMDC_TOOLS_SPMDC_DRIVEROPTIONS_H
 
+#include "spmdc/Dialect/TensorGraph/Transforms/PassOptions.h"
+#include "spmdc/Pipeline/LoweringOptions.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,18 +23,16 @@ struct DriverOptions {
   std::string output = "-";
   std::string inputFormat = "auto";
   std::string shardSpec;
-  std::string target = "cpu";
-  std::string cudaArch = "sm_90";
+  /// --target, --cuda-arch, --precision and --gpu-kernels-on-cpu.
+  LoweringOptions lowering;
   /// Where to write each kernel module's PTX (cuda), or empty.
   std::string ptxDir;
-  bool gpuKernelsOnCpu = false;
   /// Compile the host code ahead of time (module stage), for this CPU.
   bool aot = false;
   std::string aotCpu = "native";
   unsigned aotOptLevel = 1;
-  std::string precision = "f32";
   std::string emit = "module";
-  std::string partition = "min-cut";
+  tg::PartitionPolicy partition = tg::PartitionPolicy::MinCut;
   std::string optimizer;
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
   std::string report;

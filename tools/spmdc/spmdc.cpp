@@ -12,12 +12,12 @@
 #include "spmdc/InitAll.h"
 #include "spmdc/Module/ModuleFile.h"
 #include "spmdc/Module/ModuleSignature.h"
-#include "spmdc/Pipeline/NativeCode.h"
 #include "spmdc/Pipeline/Pipeline.h"
 #include "spmdc/Report/CompileReport.h"
 #include "spmdc/Sharding/ShardSpec.h"
 #include "spmdc/Support/Diagnostics.h"
 #include "spmdc/Support/Logging.h"
+#include "spmdc/Target/NativeCode.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -162,14 +162,11 @@ int main(int argc, char **argv) {
   spmdc::PipelineOptions pipeline;
   pipeline.emit = *spmdc::parseStage(options.emit);
   pipeline.partition = options.partition;
-  pipeline.lowering.target = options.target;
-  pipeline.lowering.cudaArch = options.cudaArch;
-  pipeline.lowering.gpuKernelsOnCpu = options.gpuKernelsOnCpu;
-  pipeline.lowering.precision = options.precision;
-  if (options.target == "cuda" && pipeline.emit >= spmdc::Stage::Lower &&
-      failed(findLibdevice()))
+  pipeline.lowering = options.lowering;
+  bool cuda = options.lowering.target == spmdc::Target::Cuda;
+  if (cuda && pipeline.emit >= spmdc::Stage::Lower && failed(findLibdevice()))
     return 1;
-  if (options.gpuKernelsOnCpu && options.target != "cpu") {
+  if (options.lowering.gpuKernelsOnCpu && cuda) {
     llvm::errs() << "spmdc: error: --gpu-kernels-on-cpu runs the kernels on "
                     "the host; it goes with --target=cpu\n";
     return 2;
@@ -301,11 +298,12 @@ int main(int argc, char **argv) {
     if (failed(signature))
       return 1;
     moduleFile = *signature;
-    moduleFile->target = options.target;
+    moduleFile->target = spmdc::targetName(options.lowering.target);
   }
   if (lowers) {
     if (int rc = runPasses([&](PassManager &pm) {
-          return spmdc::buildLoweringPipeline(pm, pipeline.lowering);
+          spmdc::buildLoweringPipeline(pm, pipeline.lowering);
+          return success();
         }))
       return rc;
   }

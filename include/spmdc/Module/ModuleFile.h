@@ -58,7 +58,7 @@ struct ModuleFile {
   /// MLIR bytecode of the program (LLVM dialect).
   std::string program;
   /// The program's host code as an ELF object (spmdc --aot; see
-  /// spmdc/Pipeline/NativeCode.h for what it defines), for `nativeCpu`
+  /// spmdc/Target/NativeCode.h for what it defines), for `nativeCpu`
   /// with `nativeFeatures`; empty without --aot.
   std::string native, nativeTriple, nativeCpu, nativeFeatures;
   /// To write: the initial values of arguments, by name (logical tensors,

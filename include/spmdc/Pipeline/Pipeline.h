@@ -8,6 +8,8 @@
 #ifndef SPMDC_PIPELINE_PIPELINE_H
 #define SPMDC_PIPELINE_PIPELINE_H
 
+#include "spmdc/Dialect/TensorGraph/Transforms/PassOptions.h"
+#include "spmdc/Pipeline/LoweringOptions.h"
 #include "spmdc/Sharding/ShardSpec.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -37,25 +39,10 @@ struct OptimizerOptions {
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
 };
 
-/// What the lower stage targets.
-struct LoweringOptions {
-  /// cpu (LLVM for the host, MPI, BLAS) or cuda (PTX kernels, NCCL,
-  /// cuBLAS).
-  std::string target = "cpu";
-  /// The GPU the PTX is for (cuda): sm_80 or sm_90.
-  std::string cudaArch = "sm_90";
-  /// cpu: form the loop nests the CUDA target makes kernels of, but run
-  /// them on the host (to check them without a GPU).
-  bool gpuKernelsOnCpu = false;
-  /// f32, or bf16: matmuls in bf16 (--tg-mixed-precision), all else f32.
-  std::string precision = "f32";
-};
-
 struct PipelineOptions {
   Stage emit = Stage::Module;
   OptimizerOptions optimizer;
-  /// save-all or min-cut.
-  std::string partition = "min-cut";
+  tg::PartitionPolicy partition = tg::PartitionPolicy::MinCut;
   /// The shard spec; absent: one rank, no sharding.
   std::optional<ShardSpec> spec;
   LoweringOptions lowering;
@@ -63,8 +50,14 @@ struct PipelineOptions {
 
 /// The lower stage alone: primitive tg ops on tensors down to the LLVM
 /// dialect (host code; for cuda also gpu.binary ops holding the PTX).
-mlir::LogicalResult buildLoweringPipeline(mlir::OpPassManager &pm,
-                                          const LoweringOptions &options);
+void buildLoweringPipeline(mlir::OpPassManager &pm,
+                           const LoweringOptions &options);
+
+/// Registers the lower stage as the pass pipelines spmdc-lower-cpu and
+/// spmdc-lower-cuda (options: precision; gpu-kernels-on-cpu for cpu,
+/// cuda-arch for cuda), so that spmdc-opt runs what spmdc --emit=lower
+/// runs.
+void registerLoweringPipelines();
 
 /// Adds the passes of the stages up to `options.emit` to `pm` (module: the
 /// same as lower; the driver packs the result); failure (with an error) for

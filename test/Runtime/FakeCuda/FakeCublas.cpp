@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "spmdc/Runtime/BFloat16.h"
+#include "spmdc/Runtime/FloatFormats.h"
 
 #include <cublas_v2.h>
 

@@ -10,9 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "spmdc/Runtime/BFloat16.h"
 #include "spmdc/Runtime/Blas.h"
 #include "spmdc/Runtime/Cuda.h"
+#include "spmdc/Runtime/FloatFormats.h"
 
 #include <dlfcn.h>
 

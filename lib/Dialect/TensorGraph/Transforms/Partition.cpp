@@ -155,11 +155,6 @@ struct TgPartitionPass : spmdc::tg::impl::TgPartitionBase<TgPartitionPass> {
   using TgPartitionBase::TgPartitionBase;
 
   void runOnOperation() override {
-    if (policy != "save-all" && policy != "min-cut") {
-      getOperation().emitError() << "unknown partition policy '" << policy
-                                 << "' (expected save-all or min-cut)";
-      return signalPassFailure();
-    }
     func::FuncOp fn = getEntryFunction(getOperation());
     if (!fn)
       return signalPassFailure();
@@ -182,7 +177,7 @@ struct TgPartitionPass : spmdc::tg::impl::TgPartitionBase<TgPartitionPass> {
     Split saveAll = split;
     chooseSaveAll(saveAll);
     int64_t saveAllBytes = savedBytes(saveAll);
-    if (policy == "min-cut") {
+    if (policy == PartitionPolicy::MinCut) {
       chooseMinCut(split);
       // The distance weighting may prefer a cut with more bytes; never save
       // more than save-all does.
@@ -196,7 +191,8 @@ struct TgPartitionPass : spmdc::tg::impl::TgPartitionBase<TgPartitionPass> {
     getOperation()->setAttr(
         "tg.partition",
         b.getDictionaryAttr(
-            {b.getNamedAttr("policy", b.getStringAttr(policy)),
+            {b.getNamedAttr("policy",
+                            b.getStringAttr(partitionPolicyName(policy))),
              b.getNamedAttr("saved_activation_bytes",
                             b.getI64IntegerAttr(savedBytes(split))),
              b.getNamedAttr("save_all_activation_bytes",

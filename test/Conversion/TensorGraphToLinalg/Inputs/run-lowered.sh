@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run-lowered.sh GRAPH DIR
-# GRAPH is a tg function @main() -> tensor<f32> of constants. Lowers it
-# through linalg, bufferization and LLVM, runs it natively with mlir-runner
-# and fails unless the value matches the interpreter's (f32) to 1e-5.
+# GRAPH is a tg function @main() -> tensor<f32> of constants. Lowers it as
+# spmdc does (--tg-decompose, then the lower stage's --spmdc-lower-cpu),
+# runs it natively with mlir-runner and fails unless the value matches the
+# interpreter's (f32) to 1e-5.
 set -euo pipefail
 graph=$1 dir=$2
 mkdir -p "$dir"
@@ -16,16 +17,14 @@ func.func @entry() {
   return
 }
 MLIR
-spmdc-opt "$dir/$name.entry.mlir" --tg-decompose --strip-graph-attributes \
-  --convert-tg-to-linalg \
-  --linalg-fuse-elementwise-ops \
-  --one-shot-bufferize="bufferize-function-boundaries" \
-  --convert-linalg-to-loops --convert-scf-to-cf --expand-strided-metadata \
-  --lower-affine --finalize-memref-to-llvm --convert-math-to-llvm \
-  --convert-to-llvm --reconcile-unrealized-casts -o "$dir/$name.llvm.mlir"
+# The lowering spmdc --emit=lower runs (--spmdc-lower-cpu): its matmuls call
+# the runtime's BLAS wrappers.
+spmdc-opt "$dir/$name.entry.mlir" --tg-decompose --spmdc-lower-cpu \
+  -o "$dir/$name.llvm.mlir"
 libs=$(dirname "$(command -v mlir-runner)")/../lib
+blas=$(dirname "$(command -v spmdc-opt)")/../lib/libspmdc_runtime_blas.so
 native=$(mlir-runner "$dir/$name.llvm.mlir" -e entry --entry-point-result=void \
-  -shared-libs="$libs/libmlir_runner_utils.so,$libs/libmlir_c_runner_utils.so" |
+  -shared-libs="$libs/libmlir_runner_utils.so,$libs/libmlir_c_runner_utils.so,$blas" |
   tail -1 | tr -d '[]')
 interpreted=$(spmd-run --interpret "$graph" | awk '{print $4}')
 python3 - "$native" "$interpreted" "$name" <<'PY'

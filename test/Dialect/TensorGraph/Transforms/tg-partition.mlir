@@ -59,4 +59,5 @@ func.func @main(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<data>},
   return %l : tensor<f32>
 }
 
-// POLICY: error: unknown partition policy 'greedy' (expected save-all or min-cut)
+// The policy is a checked option: the option parser names the bad value.
+// POLICY: for the --policy option: Cannot find option named 'greedy'!

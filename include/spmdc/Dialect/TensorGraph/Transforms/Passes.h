@@ -4,6 +4,7 @@
 #define SPMDC_DIALECT_TENSORGRAPH_TRANSFORMS_PASSES_H
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+#include "spmdc/Dialect/TensorGraph/Transforms/PassOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

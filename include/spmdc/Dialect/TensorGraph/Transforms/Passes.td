@@ -140,8 +140,14 @@ def TgPartition : Pass<"tg-partition", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"policy", "policy", "std::string", "\"min-cut\"",
-           "save-all or min-cut">,
+    Option<"policy", "policy", "::spmdc::tg::PartitionPolicy",
+           "::spmdc::tg::PartitionPolicy::MinCut",
+           "save-all or min-cut",
+           [{::llvm::cl::values(
+             clEnumValN(::spmdc::tg::PartitionPolicy::SaveAll, "save-all",
+                        "every forward value the backward uses"),
+             clEnumValN(::spmdc::tg::PartitionPolicy::MinCut, "min-cut",
+                        "a min-cut that recomputes cheap ops"))}]>,
   ];
   let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
 }

@@ -1,6 +1,6 @@
 //===- NativeCode.cpp - a lowered step as a host object file --------------===//
 
-#include "spmdc/Pipeline/NativeCode.h"
+#include "spmdc/Target/NativeCode.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Export.h"

@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SPMDC_PIPELINE_NATIVECODE_H
-#define SPMDC_PIPELINE_NATIVECODE_H
+#ifndef SPMDC_TARGET_NATIVECODE_H
+#define SPMDC_TARGET_NATIVECODE_H
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -62,4 +62,4 @@ mlir::FailureOr<NativeObject> compileToObject(mlir::ModuleOp module,
 
 } // namespace spmdc
 
-#endif // SPMDC_PIPELINE_NATIVECODE_H
+#endif // SPMDC_TARGET_NATIVECODE_H

@@ -1,0 +1,48 @@
+//===- LoweringOptions.h - what the lower stage targets ---------*- C++ -*-===//
+//
+// Plain C++ (no MLIR), so that the drivers' command lines, built with
+// exceptions and RTTI for CLI11, can fill it in.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_PIPELINE_LOWERINGOPTIONS_H
+#define SPMDC_PIPELINE_LOWERINGOPTIONS_H
+
+namespace spmdc {
+
+/// Where the lowered step runs.
+enum class Target {
+  /// LLVM for the host, MPI, BLAS.
+  Cpu,
+  /// PTX kernels, NCCL, cuBLAS.
+  Cuda
+};
+
+/// The precision of the step's matmuls.
+enum class Precision {
+  F32,
+  /// Matmuls in bf16 (--tg-mixed-precision), all else f32.
+  BF16
+};
+
+/// The GPU the PTX is for (cuda).
+enum class CudaArch { Sm80, Sm90 };
+
+/// "cpu" or "cuda", as spmdc's --target and the module file spell them.
+const char *targetName(Target target);
+/// "sm_80" or "sm_90": the chip nvvm-attach-target compiles for.
+const char *cudaArchName(CudaArch arch);
+
+/// What the lower stage targets.
+struct LoweringOptions {
+  Target target = Target::Cpu;
+  CudaArch cudaArch = CudaArch::Sm90;
+  /// cpu: form the loop nests the CUDA target makes kernels of, but run
+  /// them on the host (to check them without a GPU).
+  bool gpuKernelsOnCpu = false;
+  Precision precision = Precision::F32;
+};
+
+} // namespace spmdc
+
+#endif // SPMDC_PIPELINE_LOWERINGOPTIONS_H
