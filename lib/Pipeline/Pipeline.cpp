@@ -118,15 +118,20 @@ static void addWideInterfaces(OpPassManager &pm) {
   pm.addPass(createWideInterfacesThroughMemory(wide));
 }
 
+/// The placed deallocations as memref.dealloc, both targets' host code.
+static void addLowerDeallocations(OpPassManager &pm) {
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
 /// Host code to the LLVM dialect: f32 math as inline polynomials, each
 /// buffer freed after its last use (without that a step leaks its
 /// intermediates), and basic blocks cut short for the JIT.
 static void addHostToLLVM(OpPassManager &pm) {
   pm.addPass(createApproximateMath());
-  pm.addPass(bufferization::createLowerDeallocationsPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createConvertBufferizationToMemRefPass());
+  addLowerDeallocations(pm);
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createSCFToControlFlowPass());
@@ -149,10 +154,7 @@ static void addCudaToLLVM(OpPassManager &pm, CudaArch arch) {
   pm.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createUniqueKernelNames());
-  pm.addPass(bufferization::createLowerDeallocationsPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createConvertBufferizationToMemRefPass());
+  addLowerDeallocations(pm);
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
