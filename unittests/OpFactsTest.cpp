@@ -3,7 +3,7 @@
 // Walks every registered tg op and checks that it states, or the project
 // provides, what each stage asks of it: a sharding rule that fits its
 // operand and result shapes, a derivative (or a NoDerivative or Composite
-// mark), an interpreter kernel, and a lowering (composites through
+// mark), a cost, an interpreter kernel, and a lowering (composites through
 // --tg-decompose). The instances come from test/Dialect/TensorGraph/ops.mlir,
 // which must hold at least one of every op: a new op without an example
 // fails here first.
@@ -134,6 +134,21 @@ TEST_F(OpFacts, DerivativeOrMark) {
                 op->hasTrait<spmdc::tg::OpTrait::NoDerivative>() ||
                 op->hasTrait<spmdc::tg::OpTrait::Composite>())
         << name << " has no VJP and no NoDerivative or Composite mark";
+}
+
+TEST_F(OpFacts, Cost) {
+  for (auto &[name, op] : examples) {
+    auto cost = dyn_cast<spmdc::tg::CostOpInterface>(op);
+    ASSERT_TRUE(cost) << name << " states no cost";
+    EXPECT_GE(cost.getFlops(), 0) << name;
+    EXPECT_GT(cost.getBytesAccessed(), 0) << name;
+    // An elementwise op does at least one operation per result element.
+    if (op->hasTrait<spmdc::tg::OpTrait::Elementwise>())
+      EXPECT_GE(cost.getFlops(),
+                cast<RankedTensorType>(op->getResult(0).getType())
+                    .getNumElements())
+          << name;
+  }
 }
 
 TEST_F(OpFacts, InterpreterKernel) {

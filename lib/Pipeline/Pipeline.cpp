@@ -234,7 +234,7 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     // Unset hyperparameters keep the pass's defaults (PyTorch's).
     const OptimizerOptions &o = options.optimizer;
     tg::TgOptimizerOptions opt;
-    opt.optimizer = o.name;
+    opt.optimizer = o.kind;
     if (o.lr)
       opt.lr = *o.lr;
     if (o.momentum)

@@ -92,6 +92,7 @@ static void collectCollectives(func::FuncOp fn, const dist::Mesh &mesh,
     std::string dtype;
     llvm::raw_string_ostream os(dtype);
     os << llvm::cast<RankedTensorType>(payload.getType()).getElementType();
+    auto phase = op.getAttrOfType<dist::PhaseAttr>("phase");
     auto str = [&](StringRef name) {
       auto attr = op.getAttrOfType<StringAttr>(name);
       return attr ? attr.str() : std::string();
@@ -101,9 +102,21 @@ static void collectCollectives(func::FuncOp fn, const dist::Mesh &mesh,
                    {"group_size", failed(indices) ? 0 : mesh.groupSize(*indices)},
                    {"dtype", dtype},
                    {"payload_bytes", bytesOf(payload.getType())},
-                   {"phase", str("phase")},
+                   {"phase", phase ? dist::stringifyPhase(phase.getValue()).str()
+                                   : std::string()},
                    {"origin", str("origin")}});
   }
+}
+
+/// The flops and bytes of one rank's step: every tg op of every function
+/// once (a recomputed op counts again in @backward).
+static std::pair<int64_t, int64_t> computeCost(ModuleOp module) {
+  int64_t flops = 0, bytes = 0;
+  module.walk([&](tg::CostOpInterface op) {
+    flops += op.getFlops();
+    bytes += op.getBytesAccessed();
+  });
+  return {flops, bytes};
 }
 
 /// Bytes of the values @forward hands to @backward, per rank.
@@ -188,13 +201,16 @@ std::string buildCompileReport(ModuleOp module, double compileMs) {
   json perRank = json::array();
   int64_t peak = estimatePeakMemory(module);
   int64_t saved = savedBytesPerRank(entry);
+  auto [flops, bytesAccessed] = computeCost(module);
   for (int64_t rank = 0; rank < mesh->numRanks(); ++rank)
     perRank.push_back({{"rank", rank},
                        {"param_bytes", paramBytes},
                        {"grad_bytes", gradBytes},
                        {"optimizer_state_bytes", stateBytes},
                        {"saved_activation_bytes", saved},
-                       {"peak_memory_bytes", peak}});
+                       {"peak_memory_bytes", peak},
+                       {"flops", flops},
+                       {"bytes_accessed", bytesAccessed}});
 
   json report = {
       {"version", 1},

@@ -191,7 +191,8 @@ LogicalResult SpecParser::parseOptimizer(const json &optimizer,
           (it.value() != "sgd" && it.value() != "adamw"))
         return error(pointer) << "expected \"sgd\" or \"adamw\", got "
                               << it.value().dump();
-      spec.optimizer = it.value().get<std::string>();
+      spec.optimizer = it.value() == "sgd" ? tg::OptimizerKind::SGD
+                                           : tg::OptimizerKind::AdamW;
     } else if (!it.value().is_number()) {
       return error(pointer) << "expected a number, got " << it.value().dump();
     } else {

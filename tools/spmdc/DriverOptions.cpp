@@ -18,7 +18,7 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   // Checked as strings (CLI11's messages name the choices), then mapped onto
   // the pipeline's enums below.
   std::string target = "cpu", cudaArch = "sm_90", precision = "f32",
-              partition = "min-cut";
+              partition = "min-cut", optimizer;
   app.add_option("input", options.input,
                  "graph file (.json, .mlir, .mlirbc, .pt2) or - for stdin")
       ->required();
@@ -56,7 +56,7 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_option("--partition", partition,
                  "forward/backward partitioning policy")
       ->check(CLI::IsMember({"save-all", "min-cut"}));
-  app.add_option("--optimizer", options.optimizer, "optimizer")
+  app.add_option("--optimizer", optimizer, "optimizer")
       ->check(CLI::IsMember({"sgd", "adamw"}));
   app.add_option("--lr", options.lr, "learning rate");
   app.add_option("--momentum", options.momentum, "SGD momentum");
@@ -90,6 +90,9 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
       cudaArch == "sm_80" ? CudaArch::Sm80 : CudaArch::Sm90;
   options.lowering.precision =
       precision == "bf16" ? Precision::BF16 : Precision::F32;
+  if (!optimizer.empty())
+    options.optimizer = optimizer == "sgd" ? tg::OptimizerKind::SGD
+                                           : tg::OptimizerKind::AdamW;
   options.partition = partition == "save-all" ? tg::PartitionPolicy::SaveAll
                                               : tg::PartitionPolicy::MinCut;
   options.mlirArgs.push_back(argv[0]);

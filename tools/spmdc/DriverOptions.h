@@ -33,7 +33,7 @@ struct DriverOptions {
   unsigned aotOptLevel = 1;
   std::string emit = "module";
   tg::PartitionPolicy partition = tg::PartitionPolicy::MinCut;
-  std::string optimizer;
+  std::optional<tg::OptimizerKind> optimizer;
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
   std::string report;
   std::string loss;

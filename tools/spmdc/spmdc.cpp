@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
       return 1;
     pipeline.spec = spec;
     if (spec->optimizer)
-      optimizer.name = *spec->optimizer;
+      optimizer.kind = *spec->optimizer;
     auto setting = [&](const char *key) -> std::optional<double> {
       auto it = spec->optimizerSettings.find(key);
       if (it == spec->optimizerSettings.end())
@@ -226,8 +226,8 @@ int main(int argc, char **argv) {
     optimizer.beta2 = setting("beta2");
     optimizer.eps = setting("eps");
   }
-  if (!options.optimizer.empty())
-    optimizer.name = options.optimizer;
+  if (options.optimizer)
+    optimizer.kind = *options.optimizer;
   auto override = [](std::optional<double> &value,
                      const std::optional<double> &flag) {
     if (flag)

@@ -35,7 +35,7 @@ std::optional<Stage> parseStage(llvm::StringRef name);
 llvm::StringRef stageName(Stage stage);
 
 struct OptimizerOptions {
-  std::string name = "adamw";
+  tg::OptimizerKind kind = tg::OptimizerKind::AdamW;
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
 };
 

@@ -11,6 +11,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/LLVM.h"
+#include "spmdc/Dialect/TensorGraph/Transforms/PassOptions.h"
 
 #include <map>
 #include <optional>
@@ -65,7 +66,7 @@ struct ShardSpec {
   /// Data input name or glob -> its batch dim (default 0).
   std::vector<std::pair<std::string, int64_t>> batchDims;
   /// The "optimizer" object: name and hyperparameters, all optional.
-  std::optional<std::string> optimizer;
+  std::optional<tg::OptimizerKind> optimizer;
   std::map<std::string, double> optimizerSettings;
 
   int64_t numRanks() const;

@@ -12,6 +12,7 @@ using namespace mlir;
 using namespace spmdc::dist;
 
 #include "spmdc/Dialect/Dist/IR/DistOpsDialect.cpp.inc"
+#include "spmdc/Dialect/Dist/IR/DistEnums.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "spmdc/Dialect/Dist/IR/DistAttrs.cpp.inc"

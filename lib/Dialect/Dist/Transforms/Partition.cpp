@@ -71,14 +71,14 @@ private:
   LogicalResult rewriteCall(func::CallOp call, OpBuilder &b);
   /// The local value of `v` resharded to `target` (memoized).
   Value reshard(OpBuilder &b, Value v, const TensorSharding &target,
-                StringRef phase);
+                Phase phase);
   void defineLocal(Value logical, Value local, TensorSharding sharding,
                    OpBuilder &b);
-  std::string phaseOf(Operation *op);
+  Phase phaseOf(Operation *op);
   std::string originOf(Value logical);
   bool acceptsPartial(Operation *user, unsigned operandNumber);
   template <typename OpT, typename... Args>
-  Value collective(OpBuilder &b, Value logical, StringRef phase,
+  Value collective(OpBuilder &b, Value logical, Phase phase,
                    RankedTensorType type, Value input, ArrayRef<int> axes,
                    Args... args);
 
@@ -113,14 +113,14 @@ FailureOr<TensorSharding> FunctionSharder::readPlan(ShardingAttr attr,
 // Rewriting
 //===----------------------------------------------------------------------===//
 
-std::string FunctionSharder::phaseOf(Operation *op) {
-  if (auto phase = op->getAttrOfType<StringAttr>(tg::kPhaseAttr))
-    return phase.str();
+Phase FunctionSharder::phaseOf(Operation *op) {
+  if (op->hasAttr(tg::kUpdateAttr))
+    return Phase::optimizer;
   if (fn.getSymName() == "forward")
-    return "forward";
+    return Phase::forward;
   if (fn.getSymName() == "backward")
-    return "backward";
-  return module.forwardOps.contains(op) ? "forward" : "backward";
+    return Phase::backward;
+  return module.forwardOps.contains(op) ? Phase::forward : Phase::backward;
 }
 
 std::string FunctionSharder::originOf(Value logical) {
@@ -137,7 +137,7 @@ std::string FunctionSharder::originOf(Value logical) {
   Value v = logical;
   for (int step = 0; step < 8 && v.hasOneUse(); ++step) {
     Operation *user = *v.getUsers().begin();
-    if (user->getNumResults() != 1 || user->hasAttr(tg::kPhaseAttr))
+    if (user->getNumResults() != 1 || user->hasAttr(tg::kUpdateAttr))
       break;
     if (auto grad = user->getAttrOfType<StringAttr>(tg::kGradOfAttr))
       return grad.str();
@@ -151,18 +151,18 @@ std::string FunctionSharder::originOf(Value logical) {
 }
 
 template <typename OpT, typename... Args>
-Value FunctionSharder::collective(OpBuilder &b, Value logical, StringRef phase,
+Value FunctionSharder::collective(OpBuilder &b, Value logical, Phase phase,
                                   RankedTensorType type, Value input,
                                   ArrayRef<int> axes, Args... args) {
   auto op = OpT::create(b, input.getLoc(), type, input,
                         mesh.axisNames(b.getContext(), axes), args...,
-                        b.getStringAttr(phase),
+                        PhaseAttr::get(b.getContext(), phase),
                         b.getStringAttr(originOf(logical)));
   return op.getResult();
 }
 
 Value FunctionSharder::reshard(OpBuilder &b, Value v,
-                               const TensorSharding &target, StringRef phase) {
+                               const TensorSharding &target, Phase phase) {
   TensorSharding current = actual.lookup(v);
   Value value = local.lookup(v);
   if (current == target)
@@ -275,7 +275,7 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
 
 bool FunctionSharder::acceptsPartial(Operation *user, unsigned operandNumber) {
   auto ruleOp = dyn_cast<tg::ShardingRuleOpInterface>(user);
-  if (!ruleOp || user->hasAttr(tg::kPhaseAttr))
+  if (!ruleOp || user->hasAttr(tg::kUpdateAttr))
     return false;
   ShardingRule rule = ruleOp.getShardingRule();
   switch (rule.partial) {
@@ -305,7 +305,7 @@ void FunctionSharder::defineLocal(Value logical, Value value,
     return;
   Operation *def = logical.getDefiningOp();
   Value reduced = reshard(b, logical, planned.lookup(logical),
-                          def ? phaseOf(def) : "forward");
+                          def ? phaseOf(def) : Phase::forward);
   local[logical] = reduced;
   actual[logical] = planned.lookup(logical);
 }
@@ -331,7 +331,7 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
       partialOperands.push_back(i);
   bool keepPartial = false;
   // The update takes whole gradients: their reduction ends the backward.
-  bool isUpdate = op->hasAttr(tg::kPhaseAttr);
+  bool isUpdate = op->hasAttr(tg::kUpdateAttr);
   if (!partialOperands.empty() && !isUpdate) {
     Axes axes = actual[op->getOperand(partialOperands[0])].partial;
     bool sameAxes = llvm::all_of(partialOperands, [&](unsigned i) {
@@ -360,7 +360,7 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
   sources.push_back({&rule.result(), &plannedResult, kResultTrailing, 0});
   assigned = assignFactors(rule, sources, mesh, module.parametersLead);
 
-  std::string phase = phaseOf(op);
+  Phase phase = phaseOf(op);
   SmallVector<Value> operands;
   Axes resultPartial;
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
@@ -523,7 +523,7 @@ LogicalResult FunctionSharder::run(ArrayRef<std::string> origins,
   SmallVector<Value> results;
   for (auto [v, target] : llvm::zip(ret->getOperands(), resultShardings)) {
     Operation *def = v.getDefiningOp();
-    results.push_back(reshard(b, v, target, def ? phaseOf(def) : "forward"));
+    results.push_back(reshard(b, v, target, def ? phaseOf(def) : Phase::forward));
   }
   func::ReturnOp::create(b, ret->getLoc(), results);
 

@@ -25,14 +25,9 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
   using TgOptimizerBase::TgOptimizerBase;
 
   void runOnOperation() override {
-    if (optimizer != "sgd" && optimizer != "adamw") {
-      getOperation().emitError() << "unknown optimizer '" << optimizer
-                                 << "' (expected sgd or adamw)";
-      return signalPassFailure();
-    }
     // Unset (negative) hyperparameters take the optimizer's PyTorch default;
     // SGD's learning rate, which PyTorch requires, defaults to 0.01.
-    bool sgd = optimizer == "sgd";
+    bool sgd = optimizer == OptimizerKind::SGD;
     if (lr < 0)
       lr = sgd ? 0.01 : 1e-3;
     if (weightDecay < 0)
@@ -72,7 +67,7 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     };
     // AdamW's step count, shared by all parameters: t' = t + 1.
     Value step;
-    if (optimizer == "adamw") {
+    if (optimizer == OptimizerKind::AdamW) {
       Value t = addState(fn, "step", RankedTensorType::get({}, b.getF32Type()));
       b.setInsertionPoint(ret);
       Value next = AddOp::create(b, loc, t, scalar(t, 1.0));
@@ -103,7 +98,7 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
       Value g = value;
       if (Operation *def = g.getDefiningOp())
         def->setAttr(kGradOfAttr, b.getStringAttr(info.name));
-      Value updated = optimizer == "sgd" ? sgd(fn, info.name, p, g)
+      Value updated = optimizer == OptimizerKind::SGD ? sgd(fn, info.name, p, g)
                                          : adamw(fn, info.name, p, g, step);
       updatedParams.push_back({info.name, updated});
     }
@@ -131,7 +126,7 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     for (Operation *op = lastBackwardOp ? lastBackwardOp->getNextNode()
                                         : &fn.getBody().front().front();
          op != ret; op = op->getNextNode())
-      op->setAttr(kPhaseAttr, b.getStringAttr("optimizer"));
+      op->setAttr(kUpdateAttr, b.getUnitAttr());
     b.setInsertionPoint(ret);
     func::ReturnOp::create(b, ret->getLoc(), newResults);
     ret->erase();

@@ -13,9 +13,9 @@
 // DDP-SAME: tensor<4x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}}>, tg.name = "x", tg.role = #tg.role<data>}
 // DDP-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\[\], \[\]\]}}>, tg.name = "w1", tg.role = #tg.role<param>}
 // DDP: tg.matmul %{{.*}}, %{{.*}} : tensor<4x4xf32>, tensor<4x6xf32>
-// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "loss", phase = "forward"} : tensor<f32>
-// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w2", phase = "backward"} : tensor<2x6xf32>
-// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w1", phase = "backward"} : tensor<6x4xf32>
+// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "loss", phase = #dist.phase<forward>} : tensor<f32>
+// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w2", phase = #dist.phase<backward>} : tensor<2x6xf32>
+// DDP: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w1", phase = #dist.phase<backward>} : tensor<6x4xf32>
 // DDP-NOT: dist.
 // DDP: return
 
@@ -28,7 +28,7 @@
 // TP-SAME: tensor<2x3xf32> {dist.sharding = #dist.sharding<{{\[\[\], \["tp"\]\]}}>, tg.name = "w2", tg.role = #tg.role<param>}
 // TP: %[[H:.*]] = tg.matmul %{{.*}}, %{{.*}} : tensor<8x4xf32>, tensor<4x3xf32>
 // TP: %[[Y:.*]] = tg.matmul %{{.*}}, %{{.*}} : tensor<8x3xf32>, tensor<3x2xf32>
-// TP: dist.all_reduce %[[Y]] axes ["tp"] {origin = "activation", phase = "forward"} : tensor<8x2xf32>
+// TP: dist.all_reduce %[[Y]] axes ["tp"] {origin = "activation", phase = #dist.phase<forward>} : tensor<8x2xf32>
 // TP-NOT: dist.
 // TP: return
 
@@ -36,10 +36,10 @@
 // it, updated parameters all-gathered back whole.
 // ZERO-LABEL: func.func @main
 // ZERO-SAME: tensor<3x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}}>, tg.name = "w1.exp_avg", tg.role = #tg.role<state>}
-// ZERO-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "w1", phase = "backward"} : tensor<6x4xf32> -> tensor<3x4xf32>
-// ZERO-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "w2", phase = "backward"} : tensor<2x6xf32> -> tensor<1x6xf32>
-// ZERO-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "w1", phase = "optimizer"} : tensor<3x4xf32> -> tensor<6x4xf32>
-// ZERO-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "w2", phase = "optimizer"} : tensor<1x6xf32> -> tensor<2x6xf32>
+// ZERO-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "w1", phase = #dist.phase<backward>} : tensor<6x4xf32> -> tensor<3x4xf32>
+// ZERO-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "w2", phase = #dist.phase<backward>} : tensor<2x6xf32> -> tensor<1x6xf32>
+// ZERO-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "w1", phase = #dist.phase<optimizer>} : tensor<3x4xf32> -> tensor<6x4xf32>
+// ZERO-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "w2", phase = #dist.phase<optimizer>} : tensor<1x6xf32> -> tensor<2x6xf32>
 // ZERO-NOT: dist.all_reduce %{{.*}} {origin = "w
 
 

@@ -19,7 +19,7 @@
 // SGD: %[[NEWBUF:.*]] = tg.add %[[OLD]], %[[G2]]
 // SGD: %[[LR:.*]] = tg.full 5.000000e-01 {{.*}}: tensor<f32>
 // SGD: %[[STEP:.*]] = tg.mul %[[NEWBUF]], %[[LR]]
-// SGD: %[[NEWW:.*]] = tg.sub %[[W]], %[[STEP]] {tg.phase = "optimizer"}
+// SGD: %[[NEWW:.*]] = tg.sub %[[W]], %[[STEP]] {tg.update}
 // SGD: return %{{.*}}, %[[NEWW]], %[[NEWBUF]]
 
 // Without momentum there is no state.
@@ -50,7 +50,7 @@
 // ADAMW: return
 
 // NOGRAD: error: --tg-optimizer needs the 'grad' results of --tg-autodiff
-// UNKNOWN: error: unknown optimizer 'lion' (expected sgd or adamw)
+// UNKNOWN: for the --optimizer option: Cannot find option named 'lion'!
 
 func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>})
     -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {

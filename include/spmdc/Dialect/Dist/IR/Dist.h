@@ -21,6 +21,8 @@
 
 #include "spmdc/Dialect/Dist/IR/DistOpsDialect.h.inc"
 
+#include "spmdc/Dialect/Dist/IR/DistEnums.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "spmdc/Dialect/Dist/IR/DistAttrs.h.inc"
 

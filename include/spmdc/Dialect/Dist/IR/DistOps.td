@@ -9,6 +9,7 @@
 #define SPMDC_DIALECT_DIST_IR_DISTOPS_TD
 
 include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -59,6 +60,17 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
   let genVerifyDecl = 1;
 }
 
+def Dist_Phase : I32EnumAttr<"Phase", "the part of the step a collective serves", [
+  I32EnumAttrCase<"forward", 0>, I32EnumAttrCase<"backward", 1>,
+  I32EnumAttrCase<"optimizer", 2>]> {
+  let cppNamespace = "::spmdc::dist";
+  let genSpecializedAttr = 0;
+}
+def Dist_PhaseAttr : EnumAttr<Dist_Dialect, Dist_Phase, "phase"> {
+  let summary = "the part of the step a collective serves (`phase`)";
+  let assemblyFormat = "`<` $value `>`";
+}
+
 class Dist_Op<string mnemonic, list<Trait> traits = []>
     : Op<Dist_Dialect, mnemonic, traits>;
 
@@ -84,7 +96,7 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
-                   OptionalAttr<StrAttr>:$phase, OptionalAttr<StrAttr>:$origin);
+                   OptionalAttr<Dist_PhaseAttr>:$phase, OptionalAttr<StrAttr>:$origin);
   let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
 }
 
@@ -96,7 +108,7 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
-                   I64Attr:$dim, OptionalAttr<StrAttr>:$phase,
+                   I64Attr:$dim, OptionalAttr<Dist_PhaseAttr>:$phase,
                    OptionalAttr<StrAttr>:$origin);
   let assemblyFormat = "$input `axes` $axes `dim` $dim attr-dict `:` "
                        "type($input) `->` type($result)";
@@ -110,7 +122,7 @@ def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
-                   I64Attr:$dim, OptionalAttr<StrAttr>:$phase,
+                   I64Attr:$dim, OptionalAttr<Dist_PhaseAttr>:$phase,
                    OptionalAttr<StrAttr>:$origin);
   let assemblyFormat = "$input `axes` $axes `dim` $dim attr-dict `:` "
                        "type($input) `->` type($result)";
@@ -130,7 +142,7 @@ def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
   }];
   let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
                    I64Attr:$split_dim, I64Attr:$concat_dim,
-                   OptionalAttr<StrAttr>:$phase, OptionalAttr<StrAttr>:$origin);
+                   OptionalAttr<Dist_PhaseAttr>:$phase, OptionalAttr<StrAttr>:$origin);
   let assemblyFormat = "$input `axes` $axes `split_dim` $split_dim "
                        "`concat_dim` $concat_dim attr-dict `:` type($input) "
                        "`->` type($result)";

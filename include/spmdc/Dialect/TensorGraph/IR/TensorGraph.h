@@ -71,6 +71,14 @@ ShardingRule reductionShardingRule(mlir::Operation *op,
                                    llvm::ArrayRef<int64_t> dims, bool keepDim);
 ShardingRule replicatedShardingRule(mlir::Operation *op);
 
+/// The cost interface's defaults (Costs.cpp): one operation per result
+/// element of an elementwise op, none otherwise; each operand and result's
+/// bytes once.
+int64_t defaultFlops(mlir::Operation *op);
+int64_t operandAndResultBytes(mlir::Operation *op);
+/// The elements of the op's first operand (a reduction's flops).
+int64_t elementsOfInput(mlir::Operation *op);
+
 } // namespace spmdc::tg
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphEnums.h.inc"
@@ -134,8 +142,9 @@ inline constexpr llvm::StringLiteral kConstantBuffersAttr =
     "tg.constant_buffers";
 /// Module attribute: the model's name.
 inline constexpr llvm::StringLiteral kModelAttr = "tg.model";
-/// Op attribute: the op belongs to the optimizer update ("optimizer").
-inline constexpr llvm::StringLiteral kPhaseAttr = "tg.phase";
+/// Op attribute (unit): the op belongs to the optimizer update, which runs
+/// after the backward.
+inline constexpr llvm::StringLiteral kUpdateAttr = "tg.update";
 /// Op attribute: the op computes the gradient of the named parameter.
 inline constexpr llvm::StringLiteral kGradOfAttr = "tg.grad_of";
 /// The name of a graph's entry function.

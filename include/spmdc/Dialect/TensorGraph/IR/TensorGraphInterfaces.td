@@ -45,6 +45,27 @@ def TG_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+def TG_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::spmdc::tg";
+  let description = [{
+    What an op costs to run on the shapes it has: its floating-point
+    operations (a multiply-add counts 2) and the bytes it reads and writes.
+    The compile report sums them over the per-rank program. By default an
+    elementwise op does one operation per result element and any other op
+    none (it moves or makes values); matmuls, reductions and scatters state
+    their own count.
+  }];
+  let methods = [
+    InterfaceMethod<"Returns the op's floating-point operations.",
+      "int64_t", "getFlops", (ins), "",
+      [{ return ::spmdc::tg::defaultFlops($_op); }]>,
+    InterfaceMethod<"Returns the bytes the op reads and writes (each "
+      "operand and result once).",
+      "int64_t", "getBytesAccessed", (ins), "",
+      [{ return ::spmdc::tg::operandAndResultBytes($_op); }]>,
+  ];
+}
+
 class TG_Trait<string name> : NativeOpTrait<name> {
   let cppNamespace = "::spmdc::tg::OpTrait";
 }

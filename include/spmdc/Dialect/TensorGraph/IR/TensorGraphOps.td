@@ -125,17 +125,23 @@ def TG_BoolTensor : StaticShapeTensorOf<[I1]>;
 //===----------------------------------------------------------------------===//
 
 /// Every op states its sharding rule (ShardingRules.cpp, or the base
-/// classes below for the elementwise, binary and reduction families).
-class TG_Op<string mnemonic, list<Trait> traits = []>
+/// classes below for the elementwise, binary and reduction families) and
+/// its cost (the interface's default, or `Costs.cpp` for the ops that name
+/// `getFlops` in `costs`).
+class TG_Op<string mnemonic, list<Trait> traits = [],
+            list<string> costs = []>
     : Op<TensorGraph_Dialect, mnemonic, !listconcat(traits,
-          [DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>])>;
+          [DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>,
+           DeclareOpInterfaceMethods<TG_CostOpInterface, costs>])>;
 
 /// Ops whose result type follows from operands and attributes; the C++
 /// `inferReturnTypes` is the single statement of the op's shape rule and the
 /// verifier checks a written result type against it.
-class TG_InferredOp<string mnemonic, list<Trait> traits = []>
+class TG_InferredOp<string mnemonic, list<Trait> traits = [],
+                    list<string> costs = []>
     : TG_Op<mnemonic, !listconcat(traits, [Pure,
-          DeclareOpInterfaceMethods<InferTypeOpInterface>, InferTypeOpAdaptor])>;
+          DeclareOpInterfaceMethods<InferTypeOpInterface>, InferTypeOpAdaptor]),
+            costs>;
 
 /// Ops with a derivative implement `buildVJP` in VJPRules.cpp.
 def VJPOpInterface : DeclareOpInterfaceMethods<TG_VJPOpInterface>;
@@ -202,7 +208,7 @@ Example:
 
 class TG_ReductionOp<string mnemonic, Type operandType, string desc,
                      list<Trait> traits = []>
-    : TG_InferredOp<mnemonic, traits> {
+    : TG_InferredOp<mnemonic, traits, ["getFlops"]> {
   let summary = mnemonic # " over dims, with optional keepdim";
   let description = desc # [{ `dims` lists distinct dims to reduce (negative
 counts from the back); with `keepdim` they stay as size 1.
@@ -228,6 +234,9 @@ Example:
     }
     ::spmdc::tg::ShardingRule $cppClass::getShardingRule() {
       return reductionShardingRule(getOperation(), getDims(), getKeepdim());
+    }
+    int64_t $cppClass::getFlops() {
+      return elementsOfInput(getOperation());
     }
   }];
 }
@@ -337,7 +346,7 @@ def TG_MeanOp : TG_ReductionOp<"mean", TG_FloatTensor,
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_InferredOp<"matmul", [VJPOpInterface]> {
+def TG_MatmulOp : TG_InferredOp<"matmul", [VJPOpInterface], ["getFlops"]> {
   let summary = "batched matrix product with broadcast batch dims";
   let description = [{
     `lhs` is `[..., m, k]`, `rhs` is `[..., k, n]`, both of rank 2 or more;
@@ -471,7 +480,8 @@ def TG_GatherOp : TG_InferredOp<"gather", [VJPOpInterface]> {
                        "type($input) `,` type($index)";
 }
 
-def TG_ScatterAddOp : TG_Op<"scatter_add", [Pure, VJPOpInterface]> {
+def TG_ScatterAddOp : TG_Op<"scatter_add", [Pure, VJPOpInterface],
+                            ["getFlops"]> {
   let summary = "scatter-add into zeros along a dim (gather's adjoint)";
   let description = [{
     Result has the written type; `result[i..., index[i..., j, k...], k...]
@@ -490,7 +500,8 @@ def TG_ScatterAddOp : TG_Op<"scatter_add", [Pure, VJPOpInterface]> {
   let hasVerifier = 1;
 }
 
-def TG_EmbeddingBackwardOp : TG_Op<"embedding_backward", [Pure, VJPOpInterface]> {
+def TG_EmbeddingBackwardOp : TG_Op<"embedding_backward",
+                                   [Pure, VJPOpInterface], ["getFlops"]> {
   let summary = "sum rows of `grad` into a [V, D] table (embedding's adjoint)";
   let description = [{
     `result[v] = sum of grad[i...] over positions where indices[i...] == v`;
@@ -573,7 +584,7 @@ def TG_RandUniformOp : TG_Op<"rand_uniform", [Pure, TG_NoDerivative]> {
 // Composites (decomposed by --tg-decompose)
 //===----------------------------------------------------------------------===//
 
-def TG_LinearOp : TG_InferredOp<"linear", [TG_Composite]> {
+def TG_LinearOp : TG_InferredOp<"linear", [TG_Composite], ["getFlops"]> {
   let summary = "`x @ weight^T + bias` (aten.linear)";
   let description = [{
     `input` is `[..., in]`, `weight` is `[out, in]`, the optional `bias` is
@@ -695,7 +706,8 @@ def TG_CrossEntropyOp : TG_InferredOp<"cross_entropy", [TG_Composite]> {
       "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels)";
 }
 
-def TG_ScaledDotProductAttentionOp : TG_InferredOp<"sdpa", [TG_Composite]> {
+def TG_ScaledDotProductAttentionOp
+    : TG_InferredOp<"sdpa", [TG_Composite], ["getFlops"]> {
   let summary = "scaled dot-product attention, optionally causal, with GQA";
   let description = [{
     `query` is `[B, H, S, D]`, `key` `[B, Hkv, S2, D]`, `value`

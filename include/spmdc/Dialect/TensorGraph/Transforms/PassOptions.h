@@ -26,6 +26,15 @@ inline const char *partitionPolicyName(PartitionPolicy policy) {
   return policy == PartitionPolicy::SaveAll ? "save-all" : "min-cut";
 }
 
+/// The update --tg-optimizer appends (torch.optim's semantics).
+enum class OptimizerKind { SGD, AdamW };
+
+/// "sgd" or "adamw", as the option, the command line and the spec spell
+/// them.
+inline const char *optimizerName(OptimizerKind kind) {
+  return kind == OptimizerKind::SGD ? "sgd" : "adamw";
+}
+
 } // namespace spmdc::tg
 
 #endif // SPMDC_DIALECT_TENSORGRAPH_TRANSFORMS_PASSOPTIONS_H

@@ -93,8 +93,13 @@ def TgOptimizer : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
-           "sgd or adamw">,
+    Option<"optimizer", "optimizer", "::spmdc::tg::OptimizerKind",
+           "::spmdc::tg::OptimizerKind::AdamW", "sgd or adamw",
+           [{::llvm::cl::values(
+             clEnumValN(::spmdc::tg::OptimizerKind::SGD, "sgd",
+                        "torch.optim.SGD (momentum, weight decay)"),
+             clEnumValN(::spmdc::tg::OptimizerKind::AdamW, "adamw",
+                        "torch.optim.AdamW"))}]>,
     Option<"lr", "lr", "double", "-1.0",
            "learning rate (default: 0.01 for sgd, 1e-3 for adamw)">,
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
@@ -188,6 +193,19 @@ def TgPrintShardingRules : Pass<"tg-print-sharding-rules", "::mlir::ModuleOp"> {
 
     ```mlir
     %y = tg.matmul %x, %w {tg.sharding_rule = #tg.sharding_rule<([i, k], [k, j])->([i, j]) {i=8, j=2, k=4} reduction={k} linear={0, 1}>} : tensor<8x4xf32>, tensor<4x2xf32>
+    ```
+  }];
+  let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
+}
+
+def TgPrintCosts : Pass<"tg-print-costs", "::mlir::ModuleOp"> {
+  let summary = "Test pass: attach each op's flops and bytes as an attribute";
+  let description = [{
+    Puts `tg.cost = {bytes = .., flops = ..}` on every op that states its
+    cost (CostOpInterface), the figures the compile report sums:
+
+    ```mlir
+    %y = tg.matmul %x, %w {tg.cost = {bytes = 224 : i64, flops = 128 : i64}} : tensor<8x4xf32>, tensor<4x2xf32>
     ```
   }];
   let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
