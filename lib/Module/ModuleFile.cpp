@@ -24,6 +24,8 @@ static nlohmann::json toJson(const ModuleValue &v) {
     j["index_bound"] = *v.indexBound;
   if (!v.shardDims.empty() || !v.partialAxes.empty())
     j["sharding"] = {{"dims", v.shardDims}, {"partial", v.partialAxes}};
+  if (!v.logicalShape.empty())
+    j["sharding"]["logical"] = v.logicalShape;
   if (!v.aliases.empty())
     j["aliases"] = v.aliases;
   if (v.buffer)
@@ -133,6 +135,9 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
           v.shardDims =
               j["sharding"].at("dims").get<std::vector<std::vector<int>>>();
           v.partialAxes = j["sharding"].at("partial").get<std::vector<int>>();
+          if (j["sharding"].contains("logical"))
+            v.logicalShape =
+                j["sharding"]["logical"].get<std::vector<int64_t>>();
         }
         if (j.contains("aliases"))
           v.aliases = j["aliases"].get<std::vector<std::string>>();

@@ -53,6 +53,8 @@ static ModuleValue toModuleValue(const tg::GraphValueInfo &info,
       for (const auto &axes : sharding->dims)
         v.shardDims.emplace_back(axes.begin(), axes.end());
       v.partialAxes.assign(sharding->partial.begin(), sharding->partial.end());
+      v.logicalShape.assign(shardingAttr.getLogical().begin(),
+                            shardingAttr.getLogical().end());
     }
   }
   return v;
@@ -104,7 +106,9 @@ FailureOr<ModuleFile> moduleSignature(ModuleOp module) {
     stored.strides = info.initRef->strides;
     const ModuleValue &value = file.arguments.back();
     stored.shape = value.shape;
-    if (mesh && !value.shardDims.empty())
+    if (!value.logicalShape.empty())
+      stored.shape = value.logicalShape;
+    else if (mesh && !value.shardDims.empty())
       for (auto [size, axes] : llvm::zip(stored.shape, value.shardDims))
         for (int axis : axes)
           size *= mesh->shape[axis];

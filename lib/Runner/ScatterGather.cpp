@@ -23,18 +23,26 @@ namespace spmdc::runner {
 
 namespace {
 
-/// Adds `block` into `logical` at `offsets`.
+/// Adds the leading `extent` of `block` into `logical` at `offsets`.
 void addBlock(Tensor &logical, const Tensor &block,
-              llvm::ArrayRef<int64_t> offsets) {
+              llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> extent) {
+  if (llvm::is_contained(extent, 0))
+    return;
   std::vector<int64_t> strides = interp::stridesOf(logical.shape);
-  std::vector<int64_t> index(block.shape.size(), 0);
-  for (int64_t i = 0; i < block.numel(); ++i) {
-    int64_t flat = 0;
-    for (size_t d = 0; d < index.size(); ++d)
+  std::vector<int64_t> blockStrides = interp::stridesOf(block.shape);
+  std::vector<int64_t> index(extent.size(), 0);
+  int64_t count = 1;
+  for (int64_t size : extent)
+    count *= size;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t flat = 0, from = 0;
+    for (size_t d = 0; d < index.size(); ++d) {
       flat += (offsets[d] + index[d]) * strides[d];
-    logical.data[flat] += block.data[i];
+      from += index[d] * blockStrides[d];
+    }
+    logical.data[flat] += block.data[from];
     for (int d = static_cast<int>(index.size()) - 1; d >= 0; --d) {
-      if (++index[d] < block.shape[d])
+      if (++index[d] < extent[d])
         break;
       index[d] = 0;
     }
@@ -115,7 +123,7 @@ Tensor assemble(const RankValues &perRank, size_t index, const Sharded &sharded,
     }
     llvm::SmallVector<int64_t> offsets, sizes;
     sharding.blockOf(rank, shape, mesh, offsets, sizes);
-    addBlock(logical, block, offsets);
+    addBlock(logical, block, offsets, sizes);
   }
   Type element = sharded.logicalType.getElementType();
   if (!sharding.partial.empty() && (!f64 || !llvm::isa<FloatType>(element)))
@@ -144,6 +152,14 @@ bool scatterArguments(const StepSignature &signature,
       if (!inputs.build(logicalInfo, {offsets.begin(), offsets.end()},
                         {sizes.begin(), sizes.end()}, block, error))
         return false;
+      // A chunk that reaches into a padded dim's padding: zeros there.
+      llvm::ArrayRef<int64_t> local = signature.arguments[i].type.getShape();
+      if (!llvm::equal(block.shape, local)) {
+        Tensor padded(Shape(local.begin(), local.end()));
+        addBlock(padded, block, llvm::SmallVector<int64_t>(local.size(), 0),
+                 sizes);
+        block = std::move(padded);
+      }
       // An f32 argument holds f32 values, whatever the file or init gave. A
       // compiled module's store into its buffers rounds the same way (a
       // cast), except through f32 for bf16, so only those are rounded here.

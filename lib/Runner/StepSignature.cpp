@@ -16,11 +16,17 @@ namespace {
 
 /// `local`, a block of `sharding` on `mesh`, with the logical type it is a
 /// block of.
-Sharded shardedOf(const dist::TensorSharding &sharding, RankedTensorType local,
-                  const dist::Mesh &mesh) {
+Sharded shardedOf(dist::TensorSharding sharding, RankedTensorType local,
+                  const dist::Mesh &mesh, llvm::ArrayRef<int64_t> logical) {
   llvm::SmallVector<int64_t> shape(local.getShape());
-  for (auto [size, axes] : llvm::zip(shape, sharding.dims))
-    size *= mesh.groupSize(axes);
+  for (auto [d, axes] : llvm::enumerate(sharding.dims)) {
+    shape[d] *= mesh.groupSize(axes);
+    // A padded dim: the local chunks tile the padded size.
+    if (!logical.empty() && logical[d] != shape[d])
+      sharding.setPadded(d, shape[d]);
+  }
+  if (!logical.empty())
+    shape.assign(logical.begin(), logical.end());
   return Sharded{sharding,
                  RankedTensorType::get(shape, local.getElementType())};
 }
@@ -66,7 +72,15 @@ std::optional<Sharded> readSharding(dist::ShardingAttr attr,
     }
     seen[axis] = true;
   }
-  return shardedOf(*sharding, local, mesh);
+  if (!attr.getLogical().empty() &&
+      !dist::isValidPadding(*sharding, local.getShape(), attr.getLogical(),
+                            mesh)) {
+    error = place + " has a logical shape in its '" +
+            dist::kShardingAttr.str() + "' " + describeAttr() +
+            " that its local shape does not pad";
+    return std::nullopt;
+  }
+  return shardedOf(*sharding, local, mesh, attr.getLogical());
 }
 
 /// A module value's name, role and local type; false with `error` set for
@@ -119,7 +133,11 @@ std::optional<Sharded> moduleSharding(const ModuleValue &value,
   for (int axis : sharding.partial)
     if (axis < 0 || axis >= static_cast<int>(mesh.axes.size()))
       return std::nullopt;
-  return shardedOf(sharding, local, mesh);
+  if (!value.logicalShape.empty() &&
+      !dist::isValidPadding(sharding, local.getShape(), value.logicalShape,
+                            mesh))
+    return std::nullopt;
+  return shardedOf(sharding, local, mesh, value.logicalShape);
 }
 
 bool readModuleShardings(const std::vector<ModuleValue> &values,

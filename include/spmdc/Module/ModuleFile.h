@@ -37,6 +37,9 @@ struct ModuleValue {
   /// over, and the axes it is a partial sum over. Empty: replicated.
   std::vector<std::vector<int>> shardDims;
   std::vector<int> partialAxes;
+  /// The logical shape where a split dim is padded (empty: the local shape
+  /// times the parts of each dim).
+  std::vector<int64_t> logicalShape;
   /// For a parameter: other names of the same tensor (tied weights).
   std::vector<std::string> aliases;
   /// For a state: model state (a buffer the model updates), saved with the

@@ -66,3 +66,10 @@ func.func private @axis_twice(tensor<4x4xf32> {dist.sharding = #dist.sharding<[[
 // expected-error@+1 {{expects partial as a list of mesh axis names that no dim uses, got ["dp"]}}
 func.func private @partial_and_split(tensor<4xf32> {dist.sharding = #dist.sharding<[["dp"]] partial ["dp"]>})
 
+
+// -----
+
+// expected-error@+1 {{expects a logical shape of 2 dims, got 1}}
+func.func @logical_rank(%x: tensor<4x2xf32> {dist.sharding = #dist.sharding<[["dp"], []] logical[7]>}) {
+  return
+}

@@ -6,6 +6,7 @@
 # the last equal the interpreter's single-device run to 1e-4 relative (f32).
 # SPEC "none": the single-device step on one rank.
 # SPMDC_FLAGS adds flags to spmdc for the module (e.g. --gpu-kernels-on-cpu).
+# EXCLUDE names more parameters to leave out of the comparison.
 # gpt2-mini's key biases are left out: their gradient is 0 in exact
 # arithmetic, so AdamW turns rounding noise into steps of size lr.
 set -euo pipefail
@@ -25,5 +26,6 @@ python3 "$(dirname "$0")/../../Inputs/compare-losses.py" \
 python3 "$(dirname "$0")/../../Inputs/compare-safetensors.py" \
   "$dir/$name.compiled.safetensors" "$dir/$name.single.safetensors" \
   --rtol 1e-4 --atol 1e-5 --exclude h.0.attn.k_proj.bias \
-  --exclude h.1.attn.k_proj.bias > "$dir/$name.compare"
+  --exclude h.1.attn.k_proj.bias ${EXCLUDE:+--exclude $EXCLUDE} \
+  > "$dir/$name.compare"
 echo "$name: compiled on $nranks ranks, 3 steps and parameters agree"

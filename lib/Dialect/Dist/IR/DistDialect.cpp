@@ -43,7 +43,8 @@ static bool isAxisList(Attribute attr, llvm::StringSet<> &seen) {
 
 LogicalResult
 ShardingAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
-                     ArrayAttr dims, ArrayAttr partial, StringAttr origin) {
+                     ArrayAttr dims, ArrayAttr partial,
+                     ArrayRef<int64_t> logical, StringAttr origin) {
   llvm::StringSet<> seen;
   for (Attribute d : dims)
     if (!isAxisList(d, seen))
@@ -54,6 +55,11 @@ ShardingAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "expects partial as a list of mesh axis names "
                           "that no dim uses, got "
                        << partial;
+  if (!logical.empty() && logical.size() != dims.size())
+    return emitError() << "expects a logical shape of " << dims.size()
+                       << " dims, got " << logical.size();
+  if (llvm::any_of(logical, [](int64_t size) { return size < 0; }))
+    return emitError() << "expects a logical shape of sizes >= 0";
   return success();
 }
 

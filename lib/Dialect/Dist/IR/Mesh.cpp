@@ -3,6 +3,9 @@
 #include "spmdc/Dialect/Dist/IR/Dist.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
 
 using namespace mlir;
 
@@ -130,6 +133,31 @@ TensorSharding TensorSharding::replicated(int64_t rank) {
   return s;
 }
 
+bool TensorSharding::operator==(const TensorSharding &other) const {
+  if (dims != other.dims || partial != other.partial)
+    return false;
+  for (size_t d = 0; d < std::max(padded.size(), other.padded.size()); ++d)
+    if (paddedSize(d) != other.paddedSize(d))
+      return false;
+  return true;
+}
+
+void TensorSharding::setPadded(size_t d, int64_t size) {
+  if (size == 0 && d >= padded.size())
+    return;
+  if (d >= padded.size())
+    padded.resize(dims.size(), 0);
+  padded[d] = size;
+}
+
+void TensorSharding::padUneven(ArrayRef<int64_t> logical, const Mesh &mesh) {
+  for (auto [d, axes] : llvm::enumerate(dims)) {
+    int64_t parts = mesh.groupSize(axes);
+    setPadded(d, logical[d] % parts ? llvm::divideCeil(logical[d], parts) * parts
+                                    : 0);
+  }
+}
+
 bool TensorSharding::isReplicated() const {
   return partial.empty() &&
          llvm::all_of(dims, [](const auto &d) { return d.empty(); });
@@ -147,6 +175,8 @@ TensorSharding::localShape(ArrayRef<int64_t> logical, const Mesh &mesh) const {
   SmallVector<int64_t> local(logical);
   for (auto [i, axes] : llvm::enumerate(dims)) {
     int64_t parts = mesh.groupSize(axes);
+    if (paddedSize(i))
+      local[i] = paddedSize(i);
     if (local[i] % parts != 0)
       return failure();
     local[i] /= parts;
@@ -162,8 +192,9 @@ void TensorSharding::blockOf(int64_t rank, ArrayRef<int64_t> logical,
   sizes.assign(logical.begin(), logical.end());
   for (auto [i, axes] : llvm::enumerate(dims)) {
     int64_t parts = mesh.groupSize(axes);
-    sizes[i] = logical[i] / parts;
-    offsets[i] = mesh.groupIndex(rank, axes) * sizes[i];
+    int64_t chunk = (paddedSize(i) ? paddedSize(i) : logical[i]) / parts;
+    offsets[i] = mesh.groupIndex(rank, axes) * chunk;
+    sizes[i] = std::clamp<int64_t>(logical[i] - offsets[i], 0, chunk);
   }
 }
 
@@ -180,6 +211,8 @@ std::string TensorSharding::str(const Mesh &mesh) const {
     for (auto [j, a] : llvm::enumerate(axes))
       s += (j ? "," : "") + mesh.axes[a];
     s += ")";
+    if (paddedSize(i))
+      s += " padded to " + std::to_string(paddedSize(i));
   }
   s += "]";
   if (!partial.empty()) {
@@ -191,6 +224,19 @@ std::string TensorSharding::str(const Mesh &mesh) const {
   return s;
 }
 
+bool isValidPadding(const TensorSharding &sharding, ArrayRef<int64_t> local,
+                    ArrayRef<int64_t> logical, const Mesh &mesh) {
+  if (local.size() != logical.size() || sharding.dims.size() != local.size())
+    return false;
+  for (auto [d, axes] : llvm::enumerate(sharding.dims)) {
+    int64_t parts = mesh.groupSize(axes);
+    if (logical[d] < 0 ||
+        llvm::divideCeil(logical[d], parts) * parts != local[d] * parts)
+      return false;
+  }
+  return true;
+}
+
 ShardingAttr TensorSharding::toAttr(MLIRContext *context, const Mesh &mesh,
                                     StringRef origin) const {
   SmallVector<Attribute> dimAttrs;
@@ -199,6 +245,7 @@ ShardingAttr TensorSharding::toAttr(MLIRContext *context, const Mesh &mesh,
   return ShardingAttr::get(
       context, ArrayAttr::get(context, dimAttrs),
       partial.empty() ? ArrayAttr() : mesh.axisNames(context, partial),
+      ArrayRef<int64_t>(),
       origin.empty() ? StringAttr() : StringAttr::get(context, origin));
 }
 

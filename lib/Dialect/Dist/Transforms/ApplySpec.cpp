@@ -188,18 +188,39 @@ public:
     return success();
   }
 
-  /// The first dim of `info` that `axis` splits evenly on top of the axes
-  /// already splitting it.
-  std::optional<int64_t> evenDim(const TensorSharding &sharding, int axis,
+  /// The dim ZeRO splits over `axis` (on top of the axes already splitting
+  /// it): dim 0, as FSDP2 does, in uneven chunks where the group does not
+  /// divide it; else the first dim at least as large as the group; none
+  /// for a tensor too small to split (a [1, 1, d] class token on 4 ranks
+  /// splits d).
+  std::optional<int64_t> zeroDim(const TensorSharding &sharding, int axis,
                                  const tg::GraphValueInfo &info) {
-    for (int64_t d = 0; d < info.type.getRank(); ++d) {
-      int64_t parts = mesh.shape[axis];
-      for (int other : sharding.dims[d])
-        parts *= mesh.shape[other];
-      if (info.type.getDimSize(d) % parts == 0)
+    for (int64_t d = 0; d < info.type.getRank(); ++d)
+      if (canSplit(sharding, axis, d, info))
         return d;
-    }
     return std::nullopt;
+  }
+
+  /// True if `axis` can split dim `d` further: every rank of the group
+  /// gets at least one position. A preset leaves a dim it cannot split
+  /// whole.
+  bool canSplit(const TensorSharding &sharding, int axis, int64_t d,
+                const tg::GraphValueInfo &info) {
+    int64_t parts = mesh.shape[axis];
+    for (int other : sharding.dims[d])
+      parts *= mesh.shape[other];
+    return info.type.getDimSize(d) >= parts;
+  }
+
+  /// shardOn for a preset: the dim stays whole where `axis` cannot split it.
+  LogicalResult shardIfSplits(TensorSharding &sharding, int axis, int64_t dim,
+                              const tg::GraphValueInfo &info,
+                              const std::string &pointer) {
+    int64_t rank = info.type.getRank();
+    int64_t d = dim < 0 ? dim + rank : dim;
+    if (d >= 0 && d < rank && !canSplit(sharding, axis, d, info))
+      return success();
+    return shardOn(sharding, axis, dim, info, pointer);
   }
 
   /// Tensor-parallel presets first, data-parallel ones after: a dim split
@@ -226,7 +247,8 @@ public:
         int64_t sequenceDim = spec.batchDim(info.name) + 1;
         bool tokens = isa<IntegerType>(info.type.getElementType());
         if (info.type.getRank() > sequenceDim + (tokens ? 0 : 1) &&
-            failed(shardOn(sharding, axis, sequenceDim, info, "/batch_dims")))
+            failed(shardIfSplits(sharding, axis, sequenceDim, info,
+                                 "/batch_dims")))
           return failure();
         continue;
       }
@@ -236,22 +258,20 @@ public:
         auto it = tensorParallel.find(owner);
         if ((info.role == tg::Role::param || info.role == tg::Role::state) &&
             it != tensorParallel.end() &&
-            failed(shardOn(sharding, axis, it->second, info, pointer)))
+            failed(shardIfSplits(sharding, axis, it->second, info, pointer)))
           return failure();
         continue;
       }
       if (!isDataParallel(preset) || info.type.getRank() == 0)
         continue;
       if (info.role == tg::Role::data) {
-        if (failed(shardOn(sharding, axis, spec.batchDim(info.name), info,
-                           "/batch_dims")))
+        if (failed(shardIfSplits(sharding, axis, spec.batchDim(info.name),
+                                 info, "/batch_dims")))
           return failure();
       } else if ((info.role == tg::Role::state && !info.buffer &&
                   isZero(preset)) ||
                  (info.role == tg::Role::param && preset == Preset::Zero3)) {
-        // ZeRO splits the first dim that divides evenly; a tensor with
-        // none (a [1, 1, d] class token) stays whole on this axis.
-        if (std::optional<int64_t> dim = evenDim(sharding, axis, info))
+        if (std::optional<int64_t> dim = zeroDim(sharding, axis, info))
           if (failed(shardOn(sharding, axis, *dim, info, pointer)))
             return failure();
       }
@@ -342,15 +362,6 @@ placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
         return preset == spec.presets.end() ||
                !isDataParallel(preset->second);
       });
-    if (failed(sharding.localShape(info.type.getShape(), mesh)))
-      return placer.error(rule ? rule->pointer : "/presets")
-             << "'" << info.name << "' of shape "
-             << "[" << llvm::make_range(info.type.getShape().begin(),
-                                        info.type.getShape().end())
-             << "] does not divide evenly into " << sharding.str(mesh)
-             << " on mesh " << "[" << llvm::make_range(mesh.shape.begin(),
-                                                       mesh.shape.end())
-             << "]";
     placed.push_back({std::move(sharding), placer.placedBy});
   }
   return placed;

@@ -9,6 +9,12 @@
 // it is reduced right away, to its planned sharding (reduce-scatter where
 // that shards a dim over the partial axis, all-reduce elsewhere).
 //
+// A dim its group does not divide is padded at its end (GSPMD's pad and
+// mask): the shard pass pads a whole dim with zeros before splitting it and
+// slices the padding off after gathering it, and before an op sums over a
+// padded factor (a contraction) it masks the padding with zeros, so that
+// padding never reaches a value.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ShardingPlan.h"
@@ -74,6 +80,15 @@ private:
                 Phase phase);
   void defineLocal(Value logical, Value local, TensorSharding sharding,
                    OpBuilder &b);
+  /// Per factor of `rule`, the size it is padded to under `assigned` (0:
+  /// none): an operand's where one holds it split the same way, else the
+  /// next multiple of its group.
+  SmallVector<int64_t> paddedFactors(Operation *op, const ShardingRule &rule,
+                                     const FactorAxes &assigned);
+  /// `value` (local, dim `dim` split over `axes` and padded to `padded`)
+  /// with the positions past the logical `size` set to zero.
+  Value maskPadding(OpBuilder &b, Value value, int64_t dim, int64_t size,
+                    ArrayRef<int> axes, int64_t padded);
   Phase phaseOf(Operation *op);
   std::string originOf(Value logical);
   bool acceptsPartial(Operation *user, unsigned operandNumber);
@@ -96,6 +111,8 @@ private:
   llvm::DenseMap<Value, TensorSharding> actual;
   /// Reshards done so far: (logical value, target) -> local value.
   std::map<std::pair<void *, std::string>, Value> reshards;
+  /// Masked local values: (local value, dim) -> masked.
+  llvm::DenseMap<std::pair<void *, int64_t>, Value> masks;
 };
 
 FailureOr<TensorSharding> FunctionSharder::readPlan(ShardingAttr attr,
@@ -106,6 +123,7 @@ FailureOr<TensorSharding> FunctionSharder::readPlan(ShardingAttr attr,
     return at->emitError("has no valid '")
            << kShardingAttr << "' for a value of type " << typeOf(v)
            << ": run --dist-propagate first";
+  s->padUneven(typeOf(v).getShape(), mesh);
   return s;
 }
 
@@ -178,8 +196,10 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
       transpose && isa<BlockArgument>(transpose.getInput()) &&
       current.partial.empty() && target.partial.empty()) {
     TensorSharding sourceTarget = actual.lookup(transpose.getInput());
-    for (auto [i, p] : llvm::enumerate(transpose.getPermutation()))
+    for (auto [i, p] : llvm::enumerate(transpose.getPermutation())) {
       sourceTarget.dims[p] = target.dims[i];
+      sourceTarget.setPadded(p, target.paddedSize(i));
+    }
     Value source = reshard(b, transpose.getInput(), sourceTarget, phase);
     TensorSharding transposed = target;
     auto shape = transposed.localShape(typeOf(v).getShape(), mesh);
@@ -197,6 +217,41 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
                                  logical.getElementType());
   };
   MLIRContext *ctx = b.getContext();
+  // A whole dim padded with zeros before it is split, and unpadded once it
+  // is whole again.
+  auto pad = [&](size_t d, int64_t size) {
+    if (!size || current.paddedSize(d) == size)
+      return;
+    RankedTensorType type = tg::typeOf(value);
+    SmallVector<int64_t> shape(type.getShape());
+    shape[d] = size - shape[d];
+    Value zeros = tg::buildZeros(
+        b, value.getLoc(), RankedTensorType::get(shape, type.getElementType()));
+    value = tg::ConcatOp::create(b, value.getLoc(), ValueRange{value, zeros},
+                                 static_cast<int64_t>(d));
+    current.setPadded(d, size);
+  };
+  auto unpad = [&](size_t d) {
+    if (!current.dims[d].empty() || !current.paddedSize(d))
+      return;
+    value = tg::SliceOp::create(b, value.getLoc(), value,
+                                static_cast<int64_t>(d), 0,
+                                logical.getDimSize(d), 1);
+    current.setPadded(d, 0);
+  };
+
+  // 0. A dim split with another padding than the target splits it with
+  // comes whole first.
+  for (size_t d = 0; d < current.dims.size(); ++d) {
+    if (current.dims[d].empty() || target.dims[d].empty() ||
+        current.paddedSize(d) == target.paddedSize(d))
+      continue;
+    Axes gathered = current.dims[d];
+    current.dims[d].clear();
+    value = collective<AllGatherOp>(b, v, phase, localType(current), value,
+                                    gathered, static_cast<int64_t>(d));
+    unpad(d);
+  }
 
   // 1. Partial sums: reduce-scatter onto a dim the target shards over the
   // axis (when that dim is free to take it), all-reduce otherwise.
@@ -210,6 +265,7 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
         scatterDim = d;
     llvm::erase(current.partial, axis);
     if (scatterDim) {
+      pad(*scatterDim, target.paddedSize(*scatterDim));
       current.dims[*scatterDim].push_back(axis);
       value = collective<ReduceScatterOp>(b, v, phase, localType(current),
                                           value, {axis}, *scatterDim);
@@ -231,13 +287,16 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
       TensorSharding next = current;
       next.dims[to] = current.dims[from];
       next.dims[from].clear();
+      next.setPadded(to, target.paddedSize(to));
       if (failed(next.localShape(logical.getShape(), mesh)))
         continue;
+      pad(to, target.paddedSize(to));
       value = collective<AllToAllOp>(b, v, phase, localType(next), value,
                                      current.dims[from],
                                      static_cast<int64_t>(to),
                                      static_cast<int64_t>(from));
       current = next;
+      unpad(from);
       break;
     }
   }
@@ -256,6 +315,7 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
     current.dims[d].resize(common);
     value = collective<AllGatherOp>(b, v, phase, localType(current), value,
                                     gathered, static_cast<int64_t>(d));
+    unpad(d);
   }
 
   // 4. Slice what the target shards further: free.
@@ -263,6 +323,8 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
     ArrayRef<int> want = target.dims[d];
     if (current.dims[d].size() == want.size())
       continue;
+    if (current.dims[d].empty())
+      pad(d, target.paddedSize(d));
     Axes extra(want.drop_front(current.dims[d].size()));
     current.dims[d].append(extra.begin(), extra.end());
     value = LocalSliceOp::create(b, value.getLoc(), localType(current), value,
@@ -308,6 +370,65 @@ void FunctionSharder::defineLocal(Value logical, Value value,
                           def ? phaseOf(def) : Phase::forward);
   local[logical] = reduced;
   actual[logical] = planned.lookup(logical);
+}
+
+SmallVector<int64_t> FunctionSharder::paddedFactors(Operation *op,
+                                                    const ShardingRule &rule,
+                                                    const FactorAxes &assigned) {
+  SmallVector<int64_t> padded(rule.factorSizes.size(), 0);
+  for (auto [f, axes] : llvm::enumerate(assigned)) {
+    if (axes.empty())
+      continue;
+    int64_t size = rule.factorSizes[f], parts = mesh.groupSize(axes);
+    if (size % parts)
+      padded[f] = llvm::divideCeil(size, parts) * parts;
+    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+      const TensorSharding &have = actual[operand];
+      for (auto [d, factors] : llvm::enumerate(rule.operands[i])) {
+        if (factors.empty() || factors.front() != static_cast<int>(f) ||
+            have.dims[d] != axes || !have.paddedSize(d))
+          continue;
+        int64_t inner = 1;
+        for (int g : ArrayRef<int>(factors).drop_front())
+          inner *= rule.factorSizes[g];
+        int64_t factorPadded = have.paddedSize(d) / inner;
+        if (have.paddedSize(d) % inner == 0 && factorPadded % parts == 0 &&
+            factorPadded >= size)
+          padded[f] = factorPadded;
+      }
+    }
+    if (padded[f] == size)
+      padded[f] = 0;
+  }
+  return padded;
+}
+
+Value FunctionSharder::maskPadding(OpBuilder &b, Value value, int64_t dim,
+                                   int64_t size, ArrayRef<int> axes,
+                                   int64_t padded) {
+  auto key = std::make_pair(value.getAsOpaquePointer(), dim);
+  if (Value masked = masks.lookup(key))
+    return masked;
+  // The positions of this rank's chunk of the padded dim, shaped to
+  // broadcast along `dim`; those past the logical size are padding.
+  Location loc = value.getLoc();
+  Type i64 = b.getI64Type(), i1 = b.getI1Type();
+  int64_t chunk = padded / mesh.groupSize(axes);
+  Value position = LocalSliceOp::create(
+      b, loc, RankedTensorType::get({chunk}, i64),
+      tg::IotaOp::create(b, loc, RankedTensorType::get({padded}, i64), 0),
+      mesh.axisNames(b.getContext(), axes), 0);
+  SmallVector<int64_t> shape(typeOf(value).getRank(), 1);
+  shape[dim] = chunk;
+  position = tg::ReshapeOp::create(b, loc, RankedTensorType::get(shape, i64),
+                                   position);
+  Value mine = tg::CompareOp::create(b, loc, tg::ComparePredicate::lt,
+                                     position,
+                                     tg::buildScalar(b, loc, i64, size));
+  Value masked = tg::SelectOp::create(b, loc, mine, value,
+                                      tg::buildScalarLike(b, loc, value, 0.0));
+  masks[key] = masked;
+  return masked;
 }
 
 LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
@@ -360,11 +481,13 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
   sources.push_back({&rule.result(), &plannedResult, kResultTrailing, 0});
   assigned = assignFactors(rule, sources, mesh, module.parametersLead);
 
+  SmallVector<int64_t> padded = paddedFactors(op, rule, assigned);
   Phase phase = phaseOf(op);
   SmallVector<Value> operands;
   Axes resultPartial;
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-    TensorSharding target = shardingFromFactors(rule.operands[i], assigned);
+    TensorSharding target =
+        shardingFromFactors(rule.operands[i], assigned, rule, padded);
     if (keepPartial)
       target.partial = actual[operand].partial;
     // A partial operand's reduction belongs to the phase that produced it.
@@ -374,8 +497,16 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
                                reduces && def ? phaseOf(def) : phase));
     if (keepPartial && resultPartial.empty())
       resultPartial = actual[operand].partial;
+    // The op sums over a contracted factor: its padding must add nothing.
+    for (auto [d, factors] : llvm::enumerate(rule.operands[i]))
+      if (!factors.empty() && rule.isContraction(factors.front()) &&
+          target.paddedSize(d))
+        operands.back() =
+            maskPadding(b, operands.back(), d, typeOf(operand).getDimSize(d),
+                        target.dims[d], target.paddedSize(d));
   }
-  TensorSharding resultSharding = shardingFromFactors(rule.result(), assigned);
+  TensorSharding resultSharding =
+      shardingFromFactors(rule.result(), assigned, rule, padded);
   resultSharding.partial = resultPartial;
   for (auto [f, axes] : llvm::enumerate(assigned))
     if (!axes.empty() && rule.isContraction(f))
@@ -383,6 +514,11 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
   llvm::sort(resultSharding.partial);
 
   Value result = op->getResult(0);
+  // Where the result is split as planned, it is padded as computed.
+  TensorSharding &plan = planned[result];
+  for (auto [d, axes] : llvm::enumerate(plan.dims))
+    if (axes == resultSharding.dims[d])
+      plan.setPadded(d, resultSharding.paddedSize(d));
   auto localShape = resultSharding.localShape(typeOf(result).getShape(), mesh);
   if (failed(localShape))
     return op->emitError("the result ")
@@ -446,6 +582,7 @@ LogicalResult FunctionSharder::rewriteCall(func::CallOp call, OpBuilder &b) {
     actual[logical] = *TensorSharding::fromAttr(
         callee.getResultAttrOfType<ShardingAttr>(i, kShardingAttr), mesh,
         typeOf(logical).getRank());
+    actual[logical].padUneven(typeOf(logical).getShape(), mesh);
   }
   return success();
 }
@@ -591,28 +728,39 @@ struct DistPartitionPass : dist::impl::DistPartitionBase<DistPartitionPass> {
         work.append(def->operand_begin(), def->operand_end());
     }
 
+    FunctionType logicalType = main.getFunctionType();
     if (failed(sharder.shardFunction(main, origins, priorities,
                                      returnedNames)))
       return signalPassFailure();
 
     // Only @main's boundary keeps its shardings (without their origins):
-    // they say how each rank's tensor is a block of the logical one.
+    // they say how each rank's tensor is a block of the logical one, whose
+    // shape they give where a dim is padded.
     MLIRContext *ctx = &getContext();
-    auto boundary = [&](func::FuncOp fn, ShardingAttr attr) -> Attribute {
+    auto boundary = [&](func::FuncOp fn, ShardingAttr attr,
+                        Type logical) -> Attribute {
       if (fn != main || !attr)
         return nullptr;
-      return ShardingAttr::get(ctx, attr.getDims(), attr.getPartial(), {});
+      ArrayRef<int64_t> shape = cast<RankedTensorType>(logical).getShape();
+      TensorSharding s =
+          *TensorSharding::fromAttr(attr, *mesh, shape.size());
+      s.padUneven(shape, *mesh);
+      bool padded = llvm::any_of(s.padded, [](int64_t p) { return p != 0; });
+      return ShardingAttr::get(ctx, attr.getDims(), attr.getPartial(),
+                               padded ? shape : ArrayRef<int64_t>(), {});
     };
     for (auto fn : moduleOp.getOps<func::FuncOp>()) {
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
         if (Attribute attr = boundary(
-                fn, fn.getArgAttrOfType<ShardingAttr>(i, kShardingAttr)))
+                fn, fn.getArgAttrOfType<ShardingAttr>(i, kShardingAttr),
+                fn == main ? logicalType.getInput(i) : Type()))
           fn.setArgAttr(i, kShardingAttr, attr);
         else
           fn.removeArgAttr(i, kShardingAttr);
       for (unsigned i = 0; i < fn.getNumResults(); ++i)
         if (Attribute attr = boundary(
-                fn, fn.getResultAttrOfType<ShardingAttr>(i, kShardingAttr)))
+                fn, fn.getResultAttrOfType<ShardingAttr>(i, kShardingAttr),
+                fn == main ? logicalType.getResult(i) : Type()))
           fn.setResultAttr(i, kShardingAttr, attr);
         else
           fn.removeResultAttr(i, StringAttr::get(ctx, kShardingAttr));

@@ -43,7 +43,9 @@ bool refine(TensorSharding &current, const TensorSharding &proposed,
           return llvm::is_contained(current.shardedAxes(), a);
         }))
       continue;
-    if (shape[d] % mesh.groupSize(axes) != 0)
+    // A dim smaller than its group stays whole (a larger one that the
+    // group does not divide is padded).
+    if (shape[d] < mesh.groupSize(axes))
       continue;
     current.dims[d] = axes;
     changed = true;

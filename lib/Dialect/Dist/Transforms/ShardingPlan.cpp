@@ -52,11 +52,13 @@ FactorAxes assignFactors(const ShardingRule &rule, SmallVector<Source> sources,
         if (rule.replicatedOnly[f] || axes.size() <= have.size() ||
             ArrayRef<int>(axes).take_front(have.size()) != ArrayRef<int>(have))
           continue;
+        // A factor its group does not divide is padded (see
+        // TensorSharding); one smaller than its group stays whole.
         for (int a : ArrayRef<int>(axes).drop_front(have.size())) {
           Axes extended(have);
           extended.push_back(a);
           if (used.contains(a) ||
-              rule.factorSizes[f] % mesh.groupSize(extended) != 0)
+              rule.factorSizes[f] < mesh.groupSize(extended))
             break;
           have.push_back(a);
           used.insert(a);
@@ -99,6 +101,22 @@ TensorSharding shardingFromFactors(
   TensorSharding s;
   for (const auto &factors : factorsPerDim)
     s.dims.push_back(factors.empty() ? Axes() : assigned[factors.front()]);
+  return s;
+}
+
+TensorSharding shardingFromFactors(
+    const SmallVector<SmallVector<int>> &factorsPerDim,
+    const FactorAxes &assigned, const ShardingRule &rule,
+    ArrayRef<int64_t> paddedFactors) {
+  TensorSharding s = shardingFromFactors(factorsPerDim, assigned);
+  for (auto [d, factors] : llvm::enumerate(factorsPerDim)) {
+    if (factors.empty() || s.dims[d].empty() || !paddedFactors[factors.front()])
+      continue;
+    int64_t size = paddedFactors[factors.front()];
+    for (int f : ArrayRef<int>(factors).drop_front())
+      size *= rule.factorSizes[f];
+    s.setPadded(d, size);
+  }
   return s;
 }
 

@@ -61,6 +61,14 @@ TensorSharding
 shardingFromFactors(const llvm::SmallVector<llvm::SmallVector<int>> &factorsPerDim,
                     const FactorAxes &assigned);
 
+/// The same, with the dims whose leading factor is padded (a size per
+/// factor, 0 where it is not) padded to match: the factor's padded size
+/// times the dim's other factors.
+TensorSharding
+shardingFromFactors(const llvm::SmallVector<llvm::SmallVector<int>> &factorsPerDim,
+                    const FactorAxes &assigned, const tg::ShardingRule &rule,
+                    llvm::ArrayRef<int64_t> paddedFactors);
+
 /// Each value's priority: an argument's as given, an op result the lowest
 /// of its operands' (kParameter for ops without operands).
 void assignPriorities(mlir::Block &body, llvm::ArrayRef<int> argPriorities,

@@ -1,7 +1,8 @@
 // RUN: split-file %s %t
 // RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-apply-spec=spec=%t/ddp.json | FileCheck %s --check-prefix=DDP
 // RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=adamw" --dist-apply-spec=spec=%t/sequence.json | FileCheck %s --check-prefix=SEQ
-// RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-apply-spec=spec=%t/uneven.json 2>&1 | FileCheck %s --check-prefix=UNEVEN
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --dist-apply-spec=spec=%t/uneven.json | FileCheck %s --check-prefix=UNEVEN
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer --dist-apply-spec=spec=%t/zero3-8.json | FileCheck %s --check-prefix=SMALL
 // RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-apply-spec=spec=%t/unknown.json 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-apply-spec=spec=%t/partial.json 2>&1 | FileCheck %s --check-prefix=PARTIAL
 // RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-apply-spec 2>&1 | FileCheck %s --check-prefix=NOSPEC
@@ -29,7 +30,13 @@
 // SEQ-SAME: tensor<6x4xf32> {dist.sharding = #dist.sharding<{{\[\["tp"\], \["dp"\]\]}} from "spec /tensors/w1/dp">, tg.name = "w1.exp_avg", tg.role = #tg.role<state>}
 // SEQ-SAME: tensor<2x6xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \["tp"\]\]}} from "spec /presets/dp">, tg.name = "w2.exp_avg", tg.role = #tg.role<state>}
 
-// UNEVEN: uneven.json{{.*}}: error: 'x' of shape [8, 4] does not divide evenly into [S(dp), R] on mesh [3]
+// A batch of 8 splits over 3 ranks (in padded chunks, see dist-partition).
+// UNEVEN: tensor<8x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}} from "spec /batch_dims">, tg.name = "x"
+// ZeRO-3 on 8 ranks splits dim 0 where it has 8 positions at least, else
+// the first dim that does, else nothing: w2 [2, 6] and its state stay
+// whole, without an error; the batch of 8 splits.
+// SMALL: tensor<8x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}} from "spec /batch_dims">, tg.name = "x"
+// SMALL-SAME: tensor<2x6xf32> {dist.sharding = #dist.sharding<{{\[\[\], \[\]\]}} from "no spec entry: replicated">, tg.name = "w2"
 // UNKNOWN: unknown.json{{.*}}: error: the graph has no tensor 'w3'
 // PARTIAL: partial.json{{.*}}: error: 'w1' is an input: it cannot be a partial sum ("P" is for results)
 // NOSPEC: error: --dist-apply-spec needs a shard spec (spec=FILE)
@@ -57,6 +64,8 @@ func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
  "tensors": {"w1": {"dp": "S(1)"}}}
 //--- uneven.json
 {"version": 1, "mesh": {"axes": ["dp"], "shape": [3]}, "presets": {"dp": "ddp"}}
+//--- zero3-8.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [8]}, "presets": {"dp": "zero3"}}
 //--- unknown.json
 {"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "tensors": {"w3": {"dp": "S(0)"}}}
 //--- partial.json

@@ -2,6 +2,8 @@
 // RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-apply-spec=spec=%t/ddp.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=DDP
 // RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-apply-spec=spec=%t/megatron.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=TP
 // RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=adamw" --dist-apply-spec=spec=%t/zero1.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=ZERO
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-apply-spec=spec=%t/uneven.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=UNEVEN
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-apply-spec=spec=%t/zero3-4.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=PADZ3
 // RUN: spmdc-opt %t/planned.mlir --dist-partition | FileCheck %s --check-prefix=PLAN
 // RUN: not spmdc-opt %t/unplanned.mlir --dist-partition 2>&1 | FileCheck %s --check-prefix=UNPLANNED
 // RUN: not spmdc-opt %t/step.mlir --dist-partition 2>&1 | FileCheck %s --check-prefix=NOSPEC
@@ -42,6 +44,33 @@
 // ZERO-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "w2", phase = #dist.phase<optimizer>} : tensor<1x6xf32> -> tensor<2x6xf32>
 // ZERO-NOT: dist.all_reduce %{{.*}} {origin = "w
 
+
+// A batch of 8 on 3 ranks: each holds 3 rows of the batch padded to 9 (the
+// last rank's third row is padding), and @main says the logical shape.
+// Before each sum over the batch (the loss, and the weight gradients'
+// contractions) the padding is masked with zeros: where this rank's chunk
+// of the positions is past 8.
+// UNEVEN: func.func @main(%arg0: tensor<3x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}} logical[8, 4]>, tg.name = "x"
+// UNEVEN: %[[POS:.*]] = tg.iota dim 0 : tensor<9xi64>
+// UNEVEN: %[[MINE:.*]] = dist.local_slice %[[POS]] axes ["dp"] dim 0 : tensor<9xi64> -> tensor<3xi64>
+// UNEVEN: %[[ROWS:.*]] = tg.reshape %[[MINE]] : tensor<3xi64> to tensor<3x1xi64>
+// UNEVEN: %[[EIGHT:.*]] = tg.full 8.000000e+00 : tensor<i64>
+// UNEVEN: %[[HOLDS:.*]] = tg.compare lt, %[[ROWS]], %[[EIGHT]] : tensor<3x1xi64>, tensor<i64>
+// UNEVEN: %[[MASKED:.*]] = tg.select %[[HOLDS]], %{{.*}}, %{{.*}} : tensor<3x1xi1>, tensor<3x2xf32>, tensor<f32>
+// UNEVEN: tg.sum %[[MASKED]] dims [0, 1] : tensor<3x2xf32>
+// UNEVEN: dist.all_reduce %{{.*}} axes ["dp"] {origin = "loss"
+// UNEVEN: tg.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<1x3xi1>, tensor<6x3xf32>, tensor<f32>
+// UNEVEN: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w2"
+
+// ZeRO-3 on 4 ranks: w1's 6 rows padded to 8, 2 a rank. Gathering w1 for
+// the forward slices the padding off; its gradient is padded with zero
+// rows before the reduce-scatter.
+// PADZ3: func.func @main(%arg0: tensor<2x4xf32> {{.*}}, %arg1: tensor<2x4xf32> {dist.sharding = #dist.sharding<{{\[\["dp"\], \[\]\]}} logical[6, 4]>, tg.name = "w1"
+// PADZ3: %[[G:.*]] = dist.all_gather %arg1 axes ["dp"] dim 0 {origin = "w1", phase = #dist.phase<forward>} : tensor<2x4xf32> -> tensor<8x4xf32>
+// PADZ3: tg.slice %[[G]] dim 0 start 0 end 6 step 1 : tensor<8x4xf32>
+// PADZ3: %[[Z:.*]] = tg.full 0.000000e+00 : tensor<2x4xf32>
+// PADZ3: %[[P:.*]] = tg.concat %{{.*}}, %[[Z]] dim 0 : tensor<6x4xf32>, tensor<2x4xf32>
+// PADZ3: dist.reduce_scatter %[[P]] axes ["dp"] dim 0 {origin = "w1", phase = #dist.phase<backward>} : tensor<8x4xf32> -> tensor<2x4xf32>
 
 // The partitioner follows whatever plan the IR carries, here one written
 // by hand where propagation would have left everything whole: y is
@@ -107,6 +136,8 @@ func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
 {"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "presets": {"dp": "zero1"}}
 //--- uneven.json
 {"version": 1, "mesh": {"axes": ["dp"], "shape": [3]}, "presets": {"dp": "ddp"}}
+//--- zero3-4.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [4]}, "presets": {"dp": "zero3"}}
 //--- unknown.json
 {"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "tensors": {"w3": {"dp": "S(0)"}}}
 //--- partial.json

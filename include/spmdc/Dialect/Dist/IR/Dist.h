@@ -75,28 +75,45 @@ struct Mesh {
 
 /// How a logical tensor is spread over the mesh: each dim split over a list
 /// of axes (first most significant), and summed over the partial axes.
+///
+/// A dim whose size the group does not divide is padded at its end to the
+/// next multiple (GSPMD's pad and mask): every rank holds an equal chunk of
+/// the padded dim, and the positions past the logical size hold values no
+/// result depends on (the shard stage masks them before any sum over the
+/// dim).
 struct TensorSharding {
   llvm::SmallVector<llvm::SmallVector<int>> dims;
   llvm::SmallVector<int> partial;
+  /// Per dim, the size it is padded to; 0 (or absent) where it is not.
+  llvm::SmallVector<int64_t> padded;
 
   static TensorSharding replicated(int64_t rank);
   bool isReplicated() const;
-  bool operator==(const TensorSharding &other) const {
-    return dims == other.dims && partial == other.partial;
-  }
+  bool operator==(const TensorSharding &other) const;
   bool operator!=(const TensorSharding &other) const {
     return !(*this == other);
   }
+  /// The size dim `d` is padded to, or 0.
+  int64_t paddedSize(size_t d) const {
+    return d < padded.size() ? padded[d] : 0;
+  }
+  void setPadded(size_t d, int64_t size);
+  /// Pads each split dim that its group does not divide to the next
+  /// multiple of the group (the padding of every function boundary).
+  void padUneven(llvm::ArrayRef<int64_t> logical, const Mesh &mesh);
   /// The mesh axes any dim uses.
   llvm::SmallVector<int> shardedAxes() const;
-  /// Per-rank shape; failure if a dim does not divide evenly.
+  /// Per-rank shape; failure if a dim (padded where it is) does not divide
+  /// evenly.
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   localShape(llvm::ArrayRef<int64_t> logical, const Mesh &mesh) const;
-  /// The block of the logical tensor that `rank` holds.
+  /// The block of the logical tensor that `rank` holds: its offsets, and
+  /// its sizes within the logical tensor (short of the local shape, or 0,
+  /// where the rank's chunk reaches into the padding).
   void blockOf(int64_t rank, llvm::ArrayRef<int64_t> logical, const Mesh &mesh,
                llvm::SmallVectorImpl<int64_t> &offsets,
                llvm::SmallVectorImpl<int64_t> &sizes) const;
-  /// e.g. "[S(dp), R] P(tp)".
+  /// e.g. "[S(dp), R] P(tp)", or "[S(dp) padded to 8, R]".
   std::string str(const Mesh &mesh) const;
 
   /// As an attribute, with where the sharding came from (empty: none).
@@ -106,6 +123,12 @@ struct TensorSharding {
   static mlir::FailureOr<TensorSharding>
   fromAttr(ShardingAttr attr, const Mesh &mesh, int64_t rank);
 };
+
+/// True if `logical` is the shape whose dims, each padded to the next
+/// multiple of its group under `sharding`, split into `local`.
+bool isValidPadding(const TensorSharding &sharding,
+                    llvm::ArrayRef<int64_t> local,
+                    llvm::ArrayRef<int64_t> logical, const Mesh &mesh);
 
 } // namespace spmdc::dist
 

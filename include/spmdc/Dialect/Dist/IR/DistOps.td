@@ -46,17 +46,25 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
     shard-spec entry (`spec /presets/dp`), the rule of the op that defines
     the value or of a user, or the caller (a callee's argument).
 
+    A dim that its group does not divide is padded at its end to the next
+    multiple of the group, and every rank holds an equal chunk of the
+    padded dim (the positions past the logical size carry no value). On
+    the arguments and results of a partitioned `@main`, whose types are
+    local, `logical` gives the logical shape where a dim is padded.
+
     ```mlir
     #dist.sharding<[["dp"], []]>
     #dist.sharding<[[], ["tp"]] partial ["dp"]>
     #dist.sharding<[["dp"], []] from "spec /presets/dp">
+    #dist.sharding<[["dp"], []] logical[50257, 768]>
     ```
   }];
   let parameters = (ins "::mlir::ArrayAttr":$dims,
                         OptionalParameter<"::mlir::ArrayAttr">:$partial,
+                        OptionalArrayRefParameter<"int64_t">:$logical,
                         OptionalParameter<"::mlir::StringAttr">:$origin);
-  let assemblyFormat = "`<` $dims (`partial` $partial^)? (`from` $origin^)? "
-                       "`>`";
+  let assemblyFormat = "`<` $dims (`partial` $partial^)? "
+                       "(`logical` `[` $logical^ `]`)? (`from` $origin^)? `>`";
   let genVerifyDecl = 1;
 }
 

@@ -20,8 +20,9 @@ def DistApplySpec : Pass<"dist-apply-spec", "::mlir::ModuleOp"> {
     @main's sharding (presets per axis, then explicit placements, which win)
     as a `#dist.sharding` whose origin names the spec entry; and the
     sharding @main must return results in (the loss replicated, an updated
-    parameter or state as it went in). Dims that do not divide evenly over
-    their axes are an error naming the tensor and the spec entry.
+    parameter or state as it went in). A preset leaves whole a dim smaller
+    than its group; a dim the group does not divide is split padded (see
+    --dist-partition).
 
     ```mlir
     func.func @main(%x: tensor<8x4xf32> {dist.sharding =
@@ -67,6 +68,13 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
     returned in the shardings their function's results carry.
     `dist.planned_mesh` becomes `dist.mesh`, and only @main's arguments and
     results keep a `dist.sharding`.
+
+    A dim its group does not divide is padded at its end to the next
+    multiple of the group (GSPMD's pad and mask): the pass pads a whole
+    dim with zeros before splitting it, slices the padding off after
+    gathering it, and masks the padding with zeros before any op sums over
+    it. @main's padded arguments and results give their logical shape
+    (`#dist.sharding<[["dp"], []] logical[97, 40]>`).
 
     Before: `%y = tg.matmul %x, %w : tensor<8x4xf32>, tensor<4x2xf32>` with
     x sharded on dim 0 over "dp". After (per rank):
