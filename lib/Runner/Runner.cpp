@@ -40,6 +40,7 @@
 #include <cstdlib>
 
 #include <sched.h>
+#include <sys/resource.h>
 
 using namespace mlir;
 using spmdc::interp::Tensor;
@@ -323,6 +324,14 @@ FailureOr<RankValues> Run::runStep() {
   return results;
 }
 
+/// The most memory this process has held resident, in MiB.
+static double peakResidentMiB() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return static_cast<double>(usage.ru_maxrss) / 1024; // ru_maxrss is in KiB
+}
+
 std::optional<int> Run::runSteps() {
   // Fault injection for the tests: SPMD_RUN_TEST_EXIT=R:S makes rank R
   // exit with status 3 as step S begins, as a crashed rank would.
@@ -367,6 +376,15 @@ std::optional<int> Run::runSteps() {
         args[k][a] = compiled ? Tensor() : (*results)[k][r];
     lastOutputs = std::move(*results);
   }
+  // Each rank's process says what it held at most (the ranks the
+  // interpreter simulates share one process).
+  if (localRanks.size() == 1)
+    spdlog::info("rank {}: peak resident memory {:.1f} MiB", localRanks[0],
+                 peakResidentMiB());
+  else
+    spdlog::info("ranks 0 to {} (one process): peak resident memory {:.1f} "
+                 "MiB",
+                 localRanks.size() - 1, peakResidentMiB());
   return std::nullopt;
 }
 
