@@ -256,7 +256,8 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   }
   if (options.emit >= Stage::Propagate && options.spec)
     dist::addShardPasses(pm, *options.spec,
-                         /*partition=*/options.emit >= Stage::Shard);
+                         /*partition=*/options.emit >= Stage::Shard,
+                         options.fsdpGroup);
   if (options.emit >= Stage::Lower)
     buildLoweringPipeline(pm, options.lowering);
   return success();

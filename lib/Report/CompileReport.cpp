@@ -105,6 +105,13 @@ static void collectCollectives(func::FuncOp fn, const dist::Mesh &mesh,
                    {"phase", phase ? dist::stringifyPhase(phase.getValue()).str()
                                    : std::string()},
                    {"origin", str("origin")}});
+    // A group's collective (--dist-fsdp-group) lists the tensors it carries.
+    if (auto tensors = op.getAttrOfType<ArrayAttr>("tensors")) {
+      nlohmann::ordered_json names = nlohmann::ordered_json::array();
+      for (Attribute name : tensors)
+        names.push_back(llvm::cast<StringAttr>(name).str());
+      out.back()["tensors"] = names;
+    }
   }
 }
 

@@ -18,7 +18,7 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   // Checked as strings (CLI11's messages name the choices), then mapped onto
   // the pipeline's enums below.
   std::string target = "cpu", cudaArch = "sm_90", precision = "f32",
-              partition = "min-cut", optimizer;
+              partition = "min-cut", optimizer, fsdpGroup = "layer";
   app.add_option("input", options.input,
                  "graph file (.json, .mlir, .mlirbc, .pt2) or - for stdin")
       ->required();
@@ -53,6 +53,10 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_option("--emit", options.emit, "the stage whose output to write")
       ->check(CLI::IsMember({"import", "decompose", "autodiff", "partition",
                              "propagate", "shard", "lower", "module"}));
+  app.add_option("--fsdp-group", fsdpGroup,
+                 "ZeRO-3's collectives: one per transformer block (FSDP2's "
+                 "groups) or one per tensor")
+      ->check(CLI::IsMember({"layer", "tensor"}));
   app.add_option("--partition", partition,
                  "forward/backward partitioning policy")
       ->check(CLI::IsMember({"save-all", "min-cut"}));
@@ -93,6 +97,8 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   if (!optimizer.empty())
     options.optimizer = optimizer == "sgd" ? tg::OptimizerKind::SGD
                                            : tg::OptimizerKind::AdamW;
+  options.fsdpGroup = fsdpGroup == "tensor" ? dist::FsdpGroup::Tensor
+                                             : dist::FsdpGroup::Layer;
   options.partition = partition == "save-all" ? tg::PartitionPolicy::SaveAll
                                               : tg::PartitionPolicy::MinCut;
   options.mlirArgs.push_back(argv[0]);

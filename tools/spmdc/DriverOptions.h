@@ -9,6 +9,7 @@
 #ifndef SPMDC_TOOLS_SPMDC_DRIVEROPTIONS_H
 #define SPMDC_TOOLS_SPMDC_DRIVEROPTIONS_H
 
+#include "spmdc/Dialect/Dist/Transforms/PassOptions.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/PassOptions.h"
 #include "spmdc/Pipeline/LoweringOptions.h"
 
@@ -33,6 +34,7 @@ struct DriverOptions {
   unsigned aotOptLevel = 1;
   std::string emit = "module";
   tg::PartitionPolicy partition = tg::PartitionPolicy::MinCut;
+  dist::FsdpGroup fsdpGroup = dist::FsdpGroup::Layer;
   std::optional<tg::OptimizerKind> optimizer;
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
   std::string report;

@@ -162,6 +162,7 @@ int main(int argc, char **argv) {
   spmdc::PipelineOptions pipeline;
   pipeline.emit = *spmdc::parseStage(options.emit);
   pipeline.partition = options.partition;
+  pipeline.fsdpGroup = options.fsdpGroup;
   pipeline.lowering = options.lowering;
   bool cuda = options.lowering.target == spmdc::Target::Cuda;
   if (cuda && pipeline.emit >= spmdc::Stage::Lower && failed(findLibdevice()))

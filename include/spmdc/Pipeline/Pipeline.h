@@ -8,6 +8,7 @@
 #ifndef SPMDC_PIPELINE_PIPELINE_H
 #define SPMDC_PIPELINE_PIPELINE_H
 
+#include "spmdc/Dialect/Dist/Transforms/PassOptions.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/PassOptions.h"
 #include "spmdc/Pipeline/LoweringOptions.h"
 #include "spmdc/Sharding/ShardSpec.h"
@@ -43,6 +44,7 @@ struct PipelineOptions {
   Stage emit = Stage::Module;
   OptimizerOptions optimizer;
   tg::PartitionPolicy partition = tg::PartitionPolicy::MinCut;
+  dist::FsdpGroup fsdpGroup = dist::FsdpGroup::Layer;
   /// The shard spec; absent: one rank, no sharding.
   std::optional<ShardSpec> spec;
   LoweringOptions lowering;

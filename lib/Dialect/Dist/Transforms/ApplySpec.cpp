@@ -438,9 +438,13 @@ std::unique_ptr<Pass> spmdc::dist::createDistApplySpec(ShardSpec spec) {
 }
 
 void spmdc::dist::addShardPasses(OpPassManager &pm, ShardSpec spec,
-                                 bool partition) {
+                                 bool partition, FsdpGroup fsdpGroup) {
   pm.addPass(createDistApplySpec(std::move(spec)));
   pm.addPass(createDistPropagate());
-  if (partition)
-    pm.addPass(createDistPartition());
+  if (!partition)
+    return;
+  pm.addPass(createDistPartition());
+  DistFsdpGroupOptions group;
+  group.by = fsdpGroup;
+  pm.addPass(createDistFsdpGroup(group));
 }

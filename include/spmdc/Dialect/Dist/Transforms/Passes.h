@@ -4,6 +4,7 @@
 #define SPMDC_DIALECT_DIST_TRANSFORMS_PASSES_H
 
 #include "spmdc/Dialect/Dist/IR/Dist.h"
+#include "spmdc/Dialect/Dist/Transforms/PassOptions.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 #include "spmdc/Sharding/ShardSpec.h"
 
@@ -18,9 +19,11 @@ namespace spmdc::dist {
 std::unique_ptr<mlir::Pass> createDistApplySpec(ShardSpec spec);
 
 /// The shard stage: apply the spec, propagate, and (unless `partition` is
-/// false: --emit=propagate) partition.
+/// false: --emit=propagate) partition and group the parameters'
+/// collectives.
 void addShardPasses(mlir::OpPassManager &pm, ShardSpec spec,
-                    bool partition = true);
+                    bool partition = true,
+                    FsdpGroup fsdpGroup = FsdpGroup::Layer);
 
 #define GEN_PASS_REGISTRATION
 #include "spmdc/Dialect/Dist/Transforms/Passes.h.inc"

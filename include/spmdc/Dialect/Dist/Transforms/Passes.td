@@ -86,4 +86,39 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
                            "::spmdc::tg::TensorGraphDialect"];
 }
 
+def DistFsdpGroup : Pass<"dist-fsdp-group", "::mlir::ModuleOp"> {
+  let summary = "One all-gather and one reduce-scatter per block of parameters";
+  let description = [{
+    Groups a partitioned program's parameter collectives as FSDP2 does:
+    the all-gathers over dim 0 of a function's parameter arguments, per
+    block, become one all-gather of a flat buffer of the block's shards
+    (where the first of them was), and the reduce-scatters over dim 0 of
+    their gradients become one (where the last was), when every member's
+    result is used after it. A block is the tensors whose names share the
+    path up to its first numeric part (`h.0.attn.q_proj.weight` is in
+    `h.0`); the others form the model's own group. Collectives of
+    different phases, axes or element types stay apart. The fused
+    collective's `origin` names the block and its `tensors` the members.
+
+    Before, per rank on 2 ranks:
+    ```mlir
+    %a = dist.all_gather %w1 axes ["dp"] dim 0 {origin = "h.0.w1", ...} : tensor<3x4xf32> -> tensor<6x4xf32>
+    %b = dist.all_gather %w2 axes ["dp"] dim 0 {origin = "h.0.w2", ...} : tensor<1x6xf32> -> tensor<2x6xf32>
+    ```
+    After: `tensor<18xf32> -> tensor<36xf32>` once, and each weight sliced
+    out of rank 0's and rank 1's halves.
+  }];
+  let options = [
+    Option<"by", "by", "::spmdc::dist::FsdpGroup",
+           "::spmdc::dist::FsdpGroup::Layer", "layer or tensor",
+           [{::llvm::cl::values(
+             clEnumValN(::spmdc::dist::FsdpGroup::Layer, "layer",
+                        "one collective per transformer block"),
+             clEnumValN(::spmdc::dist::FsdpGroup::Tensor, "tensor",
+                        "one collective per tensor"))}]>,
+  ];
+  let dependentDialects = ["::spmdc::dist::DistDialect",
+                           "::spmdc::tg::TensorGraphDialect"];
+}
+
 #endif // SPMDC_DIALECT_DIST_TRANSFORMS_PASSES_TD

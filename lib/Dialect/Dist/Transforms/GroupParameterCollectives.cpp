@@ -1,0 +1,293 @@
+//===- GroupParameterCollectives.cpp - FSDP2's groups (--dist-fsdp-group) -===//
+//
+// ZeRO-3 as FSDP2 runs it: the parameters of one transformer block are
+// gathered by one all-gather and their gradients scattered by one
+// reduce-scatter, over a flat buffer of the block's shards, rather than one
+// collective per tensor. A block is the tensors whose names share the path
+// up to its first numeric part (`h.0.attn.q_proj.weight` is in `h.0`); the
+// rest (embeddings, the final norm) form the model's own group.
+//
+// The gathered buffer holds rank 0's shards of every member, then rank 1's,
+// and so on; each member's logical tensor is its rank chunks sliced out and
+// concatenated. The scattered buffer is built the same way from the full
+// gradients, so each rank receives its chunk of every member.
+//
+//===----------------------------------------------------------------------===//
+
+#include "spmdc/Dialect/Dist/Transforms/Passes.h"
+#include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <functional>
+#include <map>
+
+namespace spmdc::dist {
+#define GEN_PASS_DEF_DISTFSDPGROUP
+#include "spmdc/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace spmdc::dist
+
+using namespace mlir;
+using namespace spmdc;
+using namespace spmdc::dist;
+using tg::typeOf;
+
+namespace {
+
+/// The block a tensor belongs to: its name up to the first numeric part,
+/// or "" for the model's own tensors.
+std::string blockOf(StringRef name) {
+  SmallVector<StringRef> parts;
+  name.split(parts, '.');
+  std::string prefix;
+  for (StringRef part : parts) {
+    prefix += (prefix.empty() ? "" : ".") + part.str();
+    if (!part.empty() && llvm::all_of(part, llvm::isDigit))
+      return prefix;
+  }
+  return "";
+}
+
+/// A parameter's collective over dim 0, or null.
+StringAttr parameterOrigin(Operation *op) {
+  auto origin = op->getAttrOfType<StringAttr>("origin");
+  if (!origin || origin.getValue() == "activation" ||
+      origin.getValue() == "loss")
+    return {};
+  return origin;
+}
+
+/// Collectives that may share one: same kind, axes, phase, element type
+/// and block.
+std::string groupKey(Operation *op, StringRef block) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << op->getName() << "|" << op->getAttr("axes") << "|"
+     << op->getAttr("phase") << "|" << typeOf(op->getOperand(0)).getElementType()
+     << "|" << block;
+  return key;
+}
+
+Value flatten(OpBuilder &b, Location loc, Value v) {
+  RankedTensorType type = typeOf(v);
+  return tg::ReshapeOp::create(
+      b, loc, RankedTensorType::get({type.getNumElements()}, type.getElementType()),
+      v);
+}
+
+Value slice(OpBuilder &b, Location loc, Value v, int64_t start, int64_t end) {
+  return tg::SliceOp::create(b, loc, v, 0, start, end, 1);
+}
+
+Value concat(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
+  if (parts.size() == 1)
+    return parts.front();
+  return tg::ConcatOp::create(b, loc, parts, 0);
+}
+
+ArrayAttr memberNames(OpBuilder &b, ArrayRef<Operation *> members) {
+  SmallVector<Attribute> names;
+  for (Operation *m : members)
+    names.push_back(m->getAttr("origin"));
+  return b.getArrayAttr(names);
+}
+
+/// Where the fused reduce-scatter of `members` goes: after the last of
+/// their inputs. Members with a use before that point stay alone (removed from
+/// `members`). Null: at the start of the block.
+Operation *placeFused(SmallVector<Operation *> &members) {
+  while (true) {
+    Operation *after = nullptr;
+    for (Operation *m : members)
+      if (Operation *def = m->getOperand(0).getDefiningOp())
+        if (!after || after->isBeforeInBlock(def))
+          after = def;
+    size_t before = members.size();
+    llvm::erase_if(members, [&](Operation *m) {
+      return after && llvm::any_of(m->getUsers(), [&](Operation *user) {
+               return !after->isBeforeInBlock(user);
+             });
+    });
+    if (members.size() == before)
+      return after;
+  }
+}
+
+/// Moves the pure ops that compute `v` from values defined before `point`
+/// up to just before it; false (nothing moved) if they do not lead back to
+/// such values within a few ops.
+bool hoistBefore(Value v, Operation *point, int depth = 4) {
+  Operation *def = v.getDefiningOp();
+  if (!def || def->isBeforeInBlock(point))
+    return true;
+  if (depth == 0 || !isPure(def) || def->getNumRegions() != 0)
+    return false;
+  SmallVector<Operation *> chain;
+  std::function<bool(Operation *, int)> collect = [&](Operation *op,
+                                                       int left) {
+    for (Value operand : op->getOperands()) {
+      Operation *d = operand.getDefiningOp();
+      if (!d || d->isBeforeInBlock(point) || llvm::is_contained(chain, d))
+        continue;
+      if (left == 0 || !isPure(d) || d->getNumRegions() != 0 ||
+          !collect(d, left - 1))
+        return false;
+    }
+    chain.push_back(op);
+    return true;
+  };
+  if (!collect(def, depth))
+    return false;
+  for (Operation *op : chain)
+    op->moveBefore(point);
+  return true;
+}
+
+/// Where the fused all-gather of `members` goes: before the first of them,
+/// which their inputs must reach. An input computed later from the
+/// function's arguments alone (a weight's transpose) moves up there;
+/// members whose input cannot stay alone (removed from `members`).
+Operation *placeGather(SmallVector<Operation *> &members) {
+  Operation *first = members.front();
+  for (Operation *m : members)
+    if (m->isBeforeInBlock(first))
+      first = m;
+  llvm::erase_if(members, [&](Operation *m) {
+    return !hoistBefore(m->getOperand(0), first);
+  });
+  return first;
+}
+
+/// A builder at the fused collective's place.
+OpBuilder builderAt(Operation *after, Block &block) {
+  OpBuilder b(block.getParentOp()->getContext());
+  if (after)
+    b.setInsertionPointAfter(after);
+  else
+    b.setInsertionPointToStart(&block);
+  return b;
+}
+
+/// One all-gather for `members` (all-gathers over dim 0).
+void fuseGathers(ArrayRef<Operation *> members, StringRef block,
+                 OpBuilder b) {
+  auto first = cast<AllGatherOp>(members.front());
+  Location loc = first.getLoc();
+  int64_t parts = typeOf(first.getResult()).getDimSize(0) /
+                  typeOf(first.getInput()).getDimSize(0);
+  SmallVector<Value> flat;
+  SmallVector<int64_t> offsets;
+  int64_t total = 0;
+  for (Operation *m : members) {
+    offsets.push_back(total);
+    total += typeOf(m->getOperand(0)).getNumElements();
+    flat.push_back(flatten(b, loc, m->getOperand(0)));
+  }
+  Type element = typeOf(first.getInput()).getElementType();
+  auto gathered = AllGatherOp::create(
+      b, loc, RankedTensorType::get({parts * total}, element),
+      concat(b, loc, flat), first.getAxes(), 0, first.getPhaseAttr(),
+      b.getStringAttr(block.empty() ? "the model's own tensors" : block));
+  gathered->setAttr("tensors", memberNames(b, members));
+  for (auto [m, offset] : llvm::zip(members, offsets)) {
+    RankedTensorType shard = typeOf(m->getOperand(0));
+    SmallVector<Value> chunks;
+    for (int64_t r = 0; r < parts; ++r) {
+      int64_t start = r * total + offset;
+      chunks.push_back(tg::ReshapeOp::create(
+          b, loc, shard,
+          slice(b, loc, gathered, start, start + shard.getNumElements())));
+    }
+    m->getResult(0).replaceAllUsesWith(concat(b, loc, chunks));
+  }
+  // Erased once nothing more is built before them.
+  for (Operation *m : members)
+    m->erase();
+}
+
+/// One reduce-scatter for `members` (reduce-scatters over dim 0).
+void fuseScatters(ArrayRef<Operation *> members, StringRef block,
+                  OpBuilder b) {
+  auto last = cast<ReduceScatterOp>(members.back());
+  Location loc = last.getLoc();
+  int64_t parts = typeOf(last.getInput()).getDimSize(0) /
+                  typeOf(last.getResult()).getDimSize(0);
+  SmallVector<Value> pieces;
+  SmallVector<int64_t> offsets;
+  int64_t total = 0;
+  for (Operation *m : members) {
+    offsets.push_back(total);
+    total += typeOf(m->getResult(0)).getNumElements();
+  }
+  for (int64_t r = 0; r < parts; ++r)
+    for (Operation *m : members) {
+      int64_t chunk = typeOf(m->getResult(0)).getDimSize(0);
+      pieces.push_back(flatten(
+          b, loc, slice(b, loc, m->getOperand(0), r * chunk, (r + 1) * chunk)));
+    }
+  Type element = typeOf(last.getInput()).getElementType();
+  auto scattered = ReduceScatterOp::create(
+      b, loc, RankedTensorType::get({total}, element), concat(b, loc, pieces),
+      last.getAxes(), 0, last.getPhaseAttr(),
+      b.getStringAttr(block.empty() ? "the model's own tensors" : block));
+  scattered->setAttr("tensors", memberNames(b, members));
+  for (auto [m, offset] : llvm::zip(members, offsets)) {
+    RankedTensorType local = typeOf(m->getResult(0));
+    m->getResult(0).replaceAllUsesWith(tg::ReshapeOp::create(
+        b, loc, local,
+        slice(b, loc, scattered, offset, offset + local.getNumElements())));
+  }
+  for (Operation *m : members)
+    m->erase();
+}
+
+struct DistFsdpGroupPass : dist::impl::DistFsdpGroupBase<DistFsdpGroupPass> {
+  using DistFsdpGroupBase::DistFsdpGroupBase;
+
+  void runOnOperation() override {
+    if (by == FsdpGroup::Tensor)
+      return;
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      Block &body = fn.getBody().front();
+      llvm::MapVector<std::string, SmallVector<Operation *>,
+                      std::map<std::string, unsigned>>
+          gathers, scatters;
+      llvm::StringMap<std::string> blocks;
+      for (Operation &op : body) {
+        StringAttr origin = parameterOrigin(&op);
+        if (!origin)
+          continue;
+        std::string block = blockOf(origin.getValue());
+        if (auto g = dyn_cast<AllGatherOp>(op); g && g.getDim() == 0) {
+          std::string key = groupKey(&op, block);
+          gathers[key].push_back(&op);
+          blocks[key] = block;
+        } else if (auto s = dyn_cast<ReduceScatterOp>(op);
+                   s && s.getDim() == 0) {
+          std::string key = groupKey(&op, block);
+          scatters[key].push_back(&op);
+          blocks[key] = block;
+        }
+      }
+      for (auto *groups : {&gathers, &scatters})
+        for (auto &[key, members] : *groups) {
+          if (groups == &gathers) {
+            Operation *first = placeGather(members);
+            if (members.size() > 1)
+              fuseGathers(members, blocks[key], OpBuilder(first));
+            continue;
+          }
+          Operation *after = placeFused(members);
+          if (members.size() > 1)
+            fuseScatters(members, blocks[key], builderAt(after, body));
+        }
+    }
+  }
+};
+
+} // namespace

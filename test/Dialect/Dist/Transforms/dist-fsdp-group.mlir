@@ -1,0 +1,57 @@
+// RUN: spmdc-opt %s --dist-fsdp-group | FileCheck %s
+// RUN: spmdc-opt %s --dist-fsdp-group=by=tensor | FileCheck %s --check-prefix=TENSOR
+
+// A block's two weights (h.0) move in one all-gather of a flat buffer of
+// both shards: rank 0's 12 + 6 elements, then rank 1's. Each weight is its
+// two rank chunks sliced out and concatenated. The model's own tensor
+// (wte, no block) and a collective of another phase stay apart, and so do
+// activations.
+// CHECK-LABEL: func.func @gathers
+// CHECK: %[[F1:.*]] = tg.reshape %arg0 : tensor<3x4xf32> to tensor<12xf32>
+// CHECK: %[[F2:.*]] = tg.reshape %arg1 : tensor<1x6xf32> to tensor<6xf32>
+// CHECK: %[[BUF:.*]] = tg.concat %[[F1]], %[[F2]] dim 0 : tensor<12xf32>, tensor<6xf32>
+// CHECK: %[[G:.*]] = dist.all_gather %[[BUF]] axes ["dp"] dim 0 {origin = "h.0", phase = #dist.phase<forward>, tensors = ["h.0.w1", "h.0.w2"]} : tensor<18xf32> -> tensor<36xf32>
+// CHECK: tg.slice %[[G]] dim 0 start 0 end 12 step 1
+// CHECK: tg.slice %[[G]] dim 0 start 18 end 30 step 1
+// CHECK: %[[W1:.*]] = tg.concat %{{.*}}, %{{.*}} dim 0 : tensor<3x4xf32>, tensor<3x4xf32>
+// CHECK: tg.slice %[[G]] dim 0 start 12 end 18 step 1
+// CHECK: tg.slice %[[G]] dim 0 start 30 end 36 step 1
+// CHECK: %[[W2:.*]] = tg.concat %{{.*}}, %{{.*}} dim 0 : tensor<1x6xf32>, tensor<1x6xf32>
+// CHECK: dist.all_gather %arg2 axes ["dp"] dim 0 {origin = "wte.weight"
+// CHECK: dist.all_gather %arg0 axes ["dp"] dim 0 {origin = "h.0.w1", phase = #dist.phase<backward>}
+// CHECK: dist.all_gather %arg3 axes ["dp"] dim 0 {origin = "activation"
+// CHECK: dist.all_gather %arg4 axes ["dp"] dim 0 {origin = "activation"
+// CHECK: return %[[W1]], %[[W2]]
+// TENSOR-LABEL: func.func @gathers
+// TENSOR-NOT: tensors =
+module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}} {
+  func.func @gathers(%w1: tensor<3x4xf32>, %w2: tensor<1x6xf32>, %wte: tensor<5x2xf32>,
+                     %x: tensor<2x2xf32>, %y: tensor<2x2xf32>)
+      -> (tensor<6x4xf32>, tensor<2x6xf32>, tensor<10x2xf32>, tensor<6x4xf32>, tensor<4x2xf32>, tensor<4x2xf32>) {
+    %a = dist.all_gather %w1 axes ["dp"] dim 0 {origin = "h.0.w1", phase = #dist.phase<forward>} : tensor<3x4xf32> -> tensor<6x4xf32>
+    %b = dist.all_gather %w2 axes ["dp"] dim 0 {origin = "h.0.w2", phase = #dist.phase<forward>} : tensor<1x6xf32> -> tensor<2x6xf32>
+    %c = dist.all_gather %wte axes ["dp"] dim 0 {origin = "wte.weight", phase = #dist.phase<forward>} : tensor<5x2xf32> -> tensor<10x2xf32>
+    %d = dist.all_gather %w1 axes ["dp"] dim 0 {origin = "h.0.w1", phase = #dist.phase<backward>} : tensor<3x4xf32> -> tensor<6x4xf32>
+    %e = dist.all_gather %x axes ["dp"] dim 0 {origin = "activation", phase = #dist.phase<forward>} : tensor<2x2xf32> -> tensor<4x2xf32>
+    %f = dist.all_gather %y axes ["dp"] dim 0 {origin = "activation", phase = #dist.phase<forward>} : tensor<2x2xf32> -> tensor<4x2xf32>
+    return %a, %b, %c, %d, %e, %f : tensor<6x4xf32>, tensor<2x6xf32>, tensor<10x2xf32>, tensor<6x4xf32>, tensor<4x2xf32>, tensor<4x2xf32>
+  }
+
+  // The gradients' reduce-scatters: one, after the last gradient, of rank
+  // 0's chunks of both then rank 1's; each rank's shards sliced back out.
+  // CHECK-LABEL: func.func @scatters
+  // CHECK: %[[G2:.*]] = tg.exp %arg1
+  // CHECK: tg.slice %arg0 dim 0 start 0 end 3 step 1
+  // CHECK: tg.slice %[[G2]] dim 0 start 0 end 1 step 1
+  // CHECK: tg.slice %arg0 dim 0 start 3 end 6 step 1
+  // CHECK: tg.slice %[[G2]] dim 0 start 1 end 2 step 1
+  // CHECK: %[[RS:.*]] = dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "h.3", phase = #dist.phase<backward>, tensors = ["h.3.w1", "h.3.w2"]} : tensor<36xf32> -> tensor<18xf32>
+  // CHECK: tg.slice %[[RS]] dim 0 start 0 end 12 step 1
+  // CHECK: tg.slice %[[RS]] dim 0 start 12 end 18 step 1
+  func.func @scatters(%g1: tensor<6x4xf32>, %x: tensor<2x6xf32>) -> (tensor<3x4xf32>, tensor<1x6xf32>) {
+    %a = dist.reduce_scatter %g1 axes ["dp"] dim 0 {origin = "h.3.w1", phase = #dist.phase<backward>} : tensor<6x4xf32> -> tensor<3x4xf32>
+    %g2 = tg.exp %x : tensor<2x6xf32>
+    %b = dist.reduce_scatter %g2 axes ["dp"] dim 0 {origin = "h.3.w2", phase = #dist.phase<backward>} : tensor<2x6xf32> -> tensor<1x6xf32>
+    return %a, %b : tensor<3x4xf32>, tensor<1x6xf32>
+  }
+}
