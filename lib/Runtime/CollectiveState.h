@@ -139,9 +139,14 @@ void createCommunicators(const char *call);
 //===----------------------------------------------------------------------===//
 
 /// Arms the watchdog for the lifetime of the object.
+/// SPMD_RUN_TEST_FAULT's kill or stop, where it names this rank and step
+/// (CollectiveWatchdog.cpp).
+void injectTestFault();
+
 class Armed {
 public:
   Armed(const char *call, const int32_t *axes, int32_t n) {
+    injectTestFault();
     State &s = state();
     if (s.timeoutS <= 0)
       return;
