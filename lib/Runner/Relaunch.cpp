@@ -70,13 +70,14 @@ int launchRanks(int argc, char **argv, const std::string &input,
                                       "--oversubscribe", "--bind-to", "none"};
   // A rank that spins in a wait takes the core a rank with work needs when
   // they share cores (a 2-rank step went from 0.05 ms to 24-56 ms next to
-  // one busy process): then waiting ranks yield.
-  // "off" spins even where OpenMPI would yield on its own (more ranks
-  // than slots).
+  // one busy process): then waiting ranks sleep.
+  // Yielding: the runtime's collectives sleep between polls while they
+  // wait (SPMD_RT_WAIT=sleep). OpenMPI's mpi_yield_when_idle alone was
+  // measured and made such steps slower (sched_yield hands the core to the
+  // busy process for its whole slice): docs/reliability.md.
   bool yield = shouldYield(yieldWhenIdle, ranks);
-  if (yield || yieldWhenIdle == "off")
-    command.insert(command.end(),
-                   {"--mca", "mpi_yield_when_idle", yield ? "1" : "0"});
+  if (yield)
+    command.insert(command.end(), {"-x", "SPMD_RT_WAIT=sleep"});
   command.insert(command.end(), {"-np", std::to_string(ranks), self});
   for (int i = 1; i < argc; ++i)
     command.push_back(argv[i] == input ? modulePath : argv[i]);

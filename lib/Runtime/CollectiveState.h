@@ -61,6 +61,9 @@ struct State {
   std::atomic<uint64_t> callAxes{0};
 
   std::atomic<bool> aborting{false};
+  /// SPMD_RT_WAIT=sleep: collectives wait sleeping, not spinning
+  /// (CollectiveAlgorithms.cpp).
+  bool sleepWhenIdle = false;
   /// Where collectives' bytes travel; null: MPI on host buffers.
   const spmd_rt_transport *transport = nullptr;
   /// Scratch buffers for packed chunks: host ones (malloc) for MPI, the

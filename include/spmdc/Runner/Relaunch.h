@@ -28,8 +28,8 @@ int fail(const std::string &message);
 /// Starts `ranks` copies of this executable under mpirun with the command
 /// line `argv` (`input` replaced by a file holding `inputBytes` when it is
 /// "-", stdin) and gives their exit code: 0, or 1 when any failed.
-/// `yieldWhenIdle` ("on", "off", "auto") sets OpenMPI's
-/// mpi_yield_when_idle (shouldYield).
+/// `yieldWhenIdle` ("on", "off", "auto": shouldYield) makes the ranks'
+/// collectives sleep while they wait (SPMD_RT_WAIT=sleep).
 int launchRanks(int argc, char **argv, const std::string &input,
                 llvm::StringRef inputBytes, int64_t ranks,
                 llvm::StringRef yieldWhenIdle = "auto");
