@@ -1597,7 +1597,10 @@ LogicalResult batchNorm(Node &n, bool functional, bool alwaysEval) {
   if (failed(n.define(0, y)))
     return failure();
   // The saved statistics: per channel in training, empty otherwise.
-  for (auto [i, saved] : llvm::enumerate(ArrayRef<Value>{mean, rstd})) {
+  // A named array: an ArrayRef over a braced list would refer to a
+  // temporary that dies before the loop runs (ASan: stack-use-after-scope).
+  Value statistics[] = {mean, rstd};
+  for (auto [i, saved] : llvm::enumerate(statistics)) {
     if (!n.hasOutput(i + 1))
       continue;
     Value v = training ? flat(saved)

@@ -474,6 +474,8 @@ LogicalResult TorchExportImporter::importNode(const json &node, size_t index) {
     return emitError(loc) << "unsupported op '" << target << "' (node #"
                           << index << "); docs/pytorch.md lists the ops "
                           << "spmdc maps";
+  // Set once typeOfMeta has reported a malformed entry.
+  bool badMeta = false;
   torch_export::Node view(
       node, builder, loc,
       [&](const std::string &name) { return values.lookup(name); },
@@ -481,9 +483,23 @@ LogicalResult TorchExportImporter::importNode(const json &node, size_t index) {
         if (!tensorValues->contains(name))
           return nullptr;
         auto type = typeOfMeta((*tensorValues)[name], "/tensor_values/" + name);
+        badMeta |= failed(type);
         return succeeded(type) ? *type : nullptr;
       });
   view.index = index;
+  // The mappings read the result type of output 0 (and of every output they
+  // define) from its metadata: without it, refuse the node here (a node
+  // whose metadata was missing crashed the importer; found by
+  // fuzz/pt2-fuzzer.cpp).
+  // (Checks torch leaves in the graph, _assert_*, have no outputs.)
+  bool computes = !StringRef(target).starts_with("torch.ops.aten._assert_");
+  for (size_t i = 0, e = std::max<size_t>(1, view.numOutputs()); i < e; ++i)
+    if (((i == 0 && computes) || view.hasOutput(i)) && !view.outputType(i)) {
+      if (badMeta)
+        return failure();
+      return emitError(loc) << "output #" << i << " of '" << target
+                            << "' has no tensor metadata in tensor_values";
+    }
   if (failed(mapping->second(view)))
     return failure();
   for (auto &[name, value] : view.defined)
