@@ -556,7 +556,7 @@ TEST(SafeTensorsWriter, ReportsAnUnwritablePath) {
   std::string path = ::testing::TempDir() + "spmdc_st_no_such_dir/out.st";
   std::string error;
   EXPECT_FALSE(writeSafeTensors(path, {{"w", DType::F32, {1}, {1}}}, error));
-  EXPECT_CONTAINS(error, path + ": cannot create file");
+  EXPECT_CONTAINS(error, path + ": cannot create a temporary file beside it");
 }
 
 TEST(SafeTensorsWriter, EmptyFileRoundTrips) {

@@ -10,8 +10,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -36,20 +34,13 @@ int fail(const std::string &message) {
 bool shouldYield(llvm::StringRef yieldWhenIdle, int64_t ranks) {
   if (yieldWhenIdle != "auto")
     return yieldWhenIdle == "on";
+  // More ranks than cores. Not the machine's load: that changes from run
+  // to run, and a collective's algorithm (so the rounding of a sum over
+  // more than two ranks) with it.
   cpu_set_t set;
   int64_t cores =
       sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-  // /proc/loadavg's fourth field: runnable tasks now / all tasks; this
-  // process is one of the runnable ones.
-  int64_t running = 1;
-  if (FILE *f = std::fopen("/proc/loadavg", "r")) {
-    double a, b, c;
-    long long now = 1, all = 0;
-    if (std::fscanf(f, "%lf %lf %lf %lld/%lld", &a, &b, &c, &now, &all) == 5)
-      running = now;
-    std::fclose(f);
-  }
-  return ranks + std::max<int64_t>(0, running - 1) > cores;
+  return ranks > cores;
 }
 
 int launchRanks(int argc, char **argv, const std::string &input,

@@ -84,9 +84,9 @@ std::optional<int> parseRunOptions(int argc, char **argv,
         return "";
       });
   app.add_option("--yield-when-idle", options.yieldWhenIdle,
-                 "ranks waiting in a collective yield their core: on, off, "
-                 "or auto (default): when the ranks and the processes "
-                 "already running exceed the cores")
+                 "ranks waiting in a collective sleep instead of spinning: "
+                 "on, off, or auto (default): when the ranks exceed the "
+                 "cores")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--log-level", logLevel, "log level (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));

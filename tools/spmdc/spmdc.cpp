@@ -34,6 +34,7 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -181,6 +182,15 @@ static LogicalResult findLibdevice() {
 }
 
 int main(int argc, char **argv) {
+  // A builder that cannot infer an op's type ends the process through
+  // LLVM's fatal-error path, after the op's shape rule has printed its
+  // diagnostic at the node: that is bad input, exit 1, not a crash with a
+  // stack dump (docs/reliability.md).
+  llvm::install_fatal_error_handler([](void *, const char *reason, bool) {
+    llvm::errs() << "spmdc: error: " << reason << "\n";
+    llvm::errs().flush();
+    std::_Exit(1);
+  });
   llvm::InitLLVM initLLVM(argc, argv);
   spmdc::DriverOptions options;
   if (std::optional<int> exitCode =

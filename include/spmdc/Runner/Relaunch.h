@@ -35,8 +35,7 @@ int launchRanks(int argc, char **argv, const std::string &input,
                 llvm::StringRef yieldWhenIdle = "auto");
 
 /// Whether `ranks` ranks on this machine should yield their core while they
-/// wait: "on", "off", or "auto": when the ranks and the processes already
-/// running (the kernel's count of runnable tasks) exceed the cores this
+/// wait: "on", "off", or "auto": when the ranks exceed the cores this
 /// process may use.
 bool shouldYield(llvm::StringRef yieldWhenIdle, int64_t ranks);
 

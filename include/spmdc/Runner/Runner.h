@@ -41,8 +41,8 @@ struct RunOptions {
   /// the ranks on its node).
   std::string threads = "1";
   /// Ranks waiting in a collective yield their core ("on"), spin ("off"),
-  /// or yield when the ranks and the other runnable processes exceed the
-  /// cores ("auto"; docs/reliability.md).
+  /// or yield when the ranks exceed the cores ("auto";
+  /// docs/reliability.md).
   std::string yieldWhenIdle = "auto";
 };
 
