@@ -30,6 +30,19 @@ config.substitutions.append(("%spmdc_obj_root", config.spmdc_obj_root))
 config.substitutions.append(("%spmdc_src_root", config.spmdc_src_root))
 config.substitutions.append(("%examples", os.path.join(config.spmdc_src_root, "docs", "examples")))
 
+# A sanitized build (-DSPMDC_SANITIZE): every tool runs under the options
+# CMake chose (reports to files, a distinct exit code).
+if config.spmdc_sanitize:
+    config.available_features.add("sanitized")
+    # This run's reports only (test sanitizer-reports reads them).
+    reports = os.path.join(config.spmdc_obj_root, "sanitizer-reports")
+    shutil.rmtree(reports, ignore_errors=True)
+    os.makedirs(reports, exist_ok=True)
+    for assignment in config.spmdc_sanitizer_env.split(";"):
+        if assignment:
+            name, value = assignment.split("=", 1)
+            config.environment[name] = value
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # Scripts under Inputs/ call the tools by name.
@@ -45,6 +58,24 @@ llvm_config.add_tool_substitutions(
 if shutil.which("mpirun") and os.path.exists(
         os.path.join(config.spmdc_tools_dir, "spmdc-collectives-test")):
     config.available_features.add("mpi")
+
+# A private mount namespace with a tmpfs (full-disk tests,
+# test/Module/Inputs/full-disk.sh): root, or a user namespace.
+def _can_mount_tmpfs():
+    import subprocess
+    import tempfile
+    if not shutil.which("unshare"):
+        return False
+    with tempfile.TemporaryDirectory() as d:
+        flags = "-m" if os.geteuid() == 0 else "-rm"
+        try:
+            return subprocess.run(
+                ["unshare", flags, "mount", "-t", "tmpfs", "-o", "size=64k",
+                 "tmpfs", d], capture_output=True, timeout=20).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            return False
+if _can_mount_tmpfs():
+    config.available_features.add("tmpfs-mount")
 
 # The CUDA target. ptxas checks the PTX spmdc emits (CI has the toolkit but
 # no GPU); the runtime library is built where CMake found the toolkit and

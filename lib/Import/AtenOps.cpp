@@ -324,6 +324,16 @@ Mapping binary(bool hasAlpha = false) {
       if (alpha != 1.0)
         b = n.math().mul(b, n.math().scalar(b, alpha));
     }
+    // The op's own shape rule first: on shapes that do not broadcast the
+    // builder would end the process (found by fuzz/pt2-fuzzer.cpp: a bias
+    // whose metadata says [33] added to [128, 32]); this way the rule's
+    // diagnostic names the node.
+    SmallVector<Type> types;
+    if (failed(OpT::inferReturnTypes(
+            n.b.getContext(), n.loc, ValueRange{a, b},
+            DictionaryAttr::get(n.b.getContext()), OpaqueProperties(nullptr),
+            RegionRange(), types)))
+      return failure();
     return n.define(0, OpT::create(n.b, n.loc, a, b));
   };
 }
@@ -448,7 +458,20 @@ LogicalResult addmm(Node &n) {
   TRY(beta, n.number("beta", 1.0));
   TRY(alpha, n.number("alpha", 1.0));
   tg::GraphMath m = n.math();
+  // The shape rules first, so that shapes the metadata gets wrong are a
+  // diagnostic, not the builder's fatal error (found by fuzz/pt2-fuzzer.cpp).
+  MLIRContext *context = n.b.getContext();
+  SmallVector<Type> types;
+  if (failed(tg::MatmulOp::inferReturnTypes(
+          context, n.loc, ValueRange{a, b}, DictionaryAttr::get(context),
+          OpaqueProperties(nullptr), RegionRange(), types)))
+    return failure();
   Value product = tg::MatmulOp::create(n.b, n.loc, a, b);
+  types.clear();
+  if (failed(tg::AddOp::inferReturnTypes(
+          context, n.loc, ValueRange{product, bias}, DictionaryAttr::get(context),
+          OpaqueProperties(nullptr), RegionRange(), types)))
+    return failure();
   if (alpha != 1.0)
     product = m.mul(product, m.scalar(product, alpha));
   if (beta != 1.0)
@@ -1597,7 +1620,10 @@ LogicalResult batchNorm(Node &n, bool functional, bool alwaysEval) {
   if (failed(n.define(0, y)))
     return failure();
   // The saved statistics: per channel in training, empty otherwise.
-  for (auto [i, saved] : llvm::enumerate(ArrayRef<Value>{mean, rstd})) {
+  // A named array: an ArrayRef over a braced list would refer to a
+  // temporary that dies before the loop runs (ASan: stack-use-after-scope).
+  Value statistics[] = {mean, rstd};
+  for (auto [i, saved] : llvm::enumerate(statistics)) {
     if (!n.hasOutput(i + 1))
       continue;
     Value v = training ? flat(saved)

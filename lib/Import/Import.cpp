@@ -2,6 +2,7 @@
 
 #include "spmdc/Import/Import.h"
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
+#include "spmdc/Runtime/Limits.h"
 
 #include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/IR/Diagnostics.h"
@@ -41,6 +42,44 @@ static InputFormat detectFormat(llvm::StringRef fileName,
   return InputFormat::Mlir;
 }
 
+/// Every argument and result of @main within --max-tensor-bytes: the
+/// runner makes each of them, and a graph that claims more is refused here,
+/// whatever its format.
+static LogicalResult checkTensorLimits(ModuleOp module) {
+  func::FuncOp entry = tg::getEntryFunction(module);
+  if (!entry)
+    return success();
+  auto check = [&](Type type, Location loc, StringRef what, unsigned index,
+                   StringAttr name) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape() ||
+        !tensor.getElementType().isIntOrFloat())
+      return success();
+    uint64_t bytes;
+    std::string error;
+    std::vector<int64_t> shape(tensor.getShape().begin(),
+                               tensor.getShape().end());
+    unsigned bits = tensor.getElementType().getIntOrFloatBitWidth();
+    if (rt::checkTensorSize(shape, std::max(1u, bits / 8), bytes, error))
+      return success();
+    InFlightDiagnostic diag = emitError(loc) << "@main's " << what << " ";
+    if (name)
+      diag << "'" << name.getValue() << "'";
+    else
+      diag << "#" << index;
+    return diag << " (" << type << "): " << error;
+  };
+  for (auto [i, type] : llvm::enumerate(entry.getArgumentTypes()))
+    if (failed(check(type, entry.getArgument(i).getLoc(), "argument", i,
+                     entry.getArgAttrOfType<StringAttr>(i, tg::kNameAttr))))
+      return failure();
+  for (auto [i, type] : llvm::enumerate(entry.getResultTypes()))
+    if (failed(check(type, entry.getLoc(), "result", i,
+                     entry.getResultAttrOfType<StringAttr>(i, tg::kNameAttr))))
+      return failure();
+  return success();
+}
+
 OwningOpRef<ModuleOp> importGraph(llvm::SourceMgr &sourceMgr,
                                   InputFormat format, MLIRContext &context,
                                   const ImportOptions &options) {
@@ -73,7 +112,8 @@ OwningOpRef<ModuleOp> importGraph(llvm::SourceMgr &sourceMgr,
     module = importTorchExport(text, fileName, context, options);
     break;
   }
-  if (!module || failed(tg::verifyGraphSignature(*module)))
+  if (!module || failed(tg::verifyGraphSignature(*module)) ||
+      failed(checkTensorLimits(*module)))
     return nullptr;
   return module;
 }

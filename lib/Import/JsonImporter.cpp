@@ -10,6 +10,7 @@
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 #include "spmdc/Import/Import.h"
+#include "spmdc/Runtime/Limits.h"
 #include "spmdc/Support/JsonDocument.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -129,6 +130,13 @@ JsonGraphImporter::parseTensorType(const json &object,
   auto element = parseDType(object["dtype"], pointer + "/dtype");
   if (failed(element))
     return failure();
+  uint64_t bytes;
+  std::string sizeError;
+  if (!rt::checkTensorSize(
+          std::vector<int64_t>(shape.begin(), shape.end()),
+          std::max(1u, element->getIntOrFloatBitWidth() / 8), bytes,
+          sizeError))
+    return error(pointer + "/shape") << sizeError;
   return RankedTensorType::get(shape, *element);
 }
 

@@ -15,6 +15,7 @@
 
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Import/Import.h"
+#include "spmdc/Runtime/Limits.h"
 #include "spmdc/Support/JsonDocument.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -55,6 +56,7 @@ public:
     zip_error_fini(&zipError);
     auto archive = std::unique_ptr<Archive>(new Archive());
     archive->zip = zip;
+    archive->archiveBytes = bytes.size();
     return archive;
   }
   ~Archive() { zip_discard(zip); }
@@ -76,6 +78,29 @@ public:
       error = "the archive has no '" + name + "'";
       return false;
     }
+    // The sizes are the archive's claims: check them before allocating.
+    if (!(stat.valid & ZIP_STAT_SIZE) || !(stat.valid & ZIP_STAT_COMP_SIZE)) {
+      error = "'" + name + "' has no size in the archive";
+      return false;
+    }
+    if (stat.size > rt::maxTensorBytes()) {
+      error = "'" + name + "' claims " + rt::formatBytes(stat.size) +
+              ", more than --max-tensor-bytes (" +
+              rt::formatBytes(rt::maxTensorBytes()) + ")";
+      return false;
+    }
+    // Deflate expands at most 1032:1; a stored entry not at all.
+    bool stored = (stat.valid & ZIP_STAT_COMP_METHOD) &&
+                  stat.comp_method == ZIP_CM_STORE;
+    if (stat.comp_size > archiveBytes ||
+        (stored ? stat.size > stat.comp_size
+                : stat.size / 1032 > stat.comp_size + 1)) {
+      error = "'" + name + "' claims " + std::to_string(stat.size) +
+              " bytes, more than its " + std::to_string(stat.comp_size) +
+              " bytes in the archive of " + std::to_string(archiveBytes) +
+              " can hold";
+      return false;
+    }
     zip_file_t *file = zip_fopen(zip, name.c_str(), 0);
     if (!file) {
       error = "cannot open '" + name + "': " + zip_strerror(zip);
@@ -94,6 +119,7 @@ public:
 private:
   Archive() = default;
   zip_t *zip = nullptr;
+  uint64_t archiveBytes = 0;
 };
 
 int64_t elementBytes(Type type) {
@@ -115,10 +141,16 @@ uint64_t readLE(StringRef bytes, uint64_t at, int n) {
 
 /// The place of every entry of the zip `bytes`, from its central directory
 /// (zip64 included), so that weights can be referred to by file offset and
-/// read in place later; empty if the directory cannot be read.
+/// read in place later; empty if the directory cannot be read. Every offset
+/// and size is the archive's claim, checked against its size before use
+/// (`fits`, which cannot overflow).
 std::map<std::string, EntryPlace> zipEntryPlaces(StringRef bytes) {
   std::map<std::string, EntryPlace> places;
   uint64_t size = bytes.size();
+  // [at, at + n) lies inside the archive.
+  auto fits = [size](uint64_t at, uint64_t n) {
+    return at <= size && n <= size - at;
+  };
   if (size < 22)
     return places;
   // The end-of-central-directory record, behind at most a 64 KiB comment.
@@ -135,14 +167,14 @@ std::map<std::string, EntryPlace> zipEntryPlaces(StringRef bytes) {
   uint64_t directory = readLE(bytes, eocd + 16, 4);
   if (eocd >= 20 && readLE(bytes, eocd - 20, 4) == 0x07064b50) {
     uint64_t zip64 = readLE(bytes, eocd - 20 + 8, 8);
-    if (zip64 + 56 <= size && readLE(bytes, zip64, 4) == 0x06064b50) {
+    if (fits(zip64, 56) && readLE(bytes, zip64, 4) == 0x06064b50) {
       entries = readLE(bytes, zip64 + 32, 8);
       directory = readLE(bytes, zip64 + 48, 8);
     }
   }
   uint64_t at = directory;
   for (uint64_t i = 0; i < entries; ++i) {
-    if (at + 46 > size || readLE(bytes, at, 4) != 0x02014b50)
+    if (!fits(at, 46) || readLE(bytes, at, 4) != 0x02014b50)
       return {};
     uint64_t method = readLE(bytes, at + 10, 2);
     uint64_t compressed = readLE(bytes, at + 20, 4);
@@ -151,29 +183,33 @@ std::map<std::string, EntryPlace> zipEntryPlaces(StringRef bytes) {
     uint64_t extraLength = readLE(bytes, at + 30, 2);
     uint64_t commentLength = readLE(bytes, at + 32, 2);
     uint64_t local = readLE(bytes, at + 42, 4);
-    if (at + 46 + nameLength + extraLength > size)
+    if (!fits(at, 46 + nameLength + extraLength + commentLength))
       return {};
     std::string name = bytes.substr(at + 46, nameLength).str();
     // Zip64 sizes and offset, in this order, for the fields that overflow.
-    for (uint64_t e = at + 46 + nameLength;
-         e + 4 <= at + 46 + nameLength + extraLength;) {
+    uint64_t extraEnd = at + 46 + nameLength + extraLength;
+    for (uint64_t e = at + 46 + nameLength; e + 4 <= extraEnd;) {
       uint64_t id = readLE(bytes, e, 2), length = readLE(bytes, e + 2, 2);
+      if (e + 4 + length > extraEnd)
+        return {};
       if (id == 1) {
-        uint64_t f = e + 4;
-        if (uncompressed == 0xFFFFFFFF)
-          uncompressed = readLE(bytes, f, 8), f += 8;
-        if (compressed == 0xFFFFFFFF)
-          compressed = readLE(bytes, f, 8), f += 8;
-        if (local == 0xFFFFFFFF)
-          local = readLE(bytes, f, 8);
+        uint64_t f = e + 4, end = e + 4 + length;
+        for (uint64_t *field : {&uncompressed, &compressed, &local})
+          if (*field == 0xFFFFFFFF) {
+            if (f + 8 > end)
+              return {};
+            *field = readLE(bytes, f, 8), f += 8;
+          }
       }
       e += 4 + length;
     }
-    if (local + 30 > size || readLE(bytes, local, 4) != 0x04034b50)
+    if (!fits(local, 30) || readLE(bytes, local, 4) != 0x04034b50)
       return {};
     EntryPlace place;
     place.dataOffset =
         local + 30 + readLE(bytes, local + 26, 2) + readLE(bytes, local + 28, 2);
+    if (!fits(place.dataOffset, compressed))
+      return {};
     place.size = uncompressed;
     place.stored = method == 0 && compressed == uncompressed;
     places[name] = place;
@@ -191,7 +227,10 @@ struct StorageView {
   int64_t neededBytes = 0;
 };
 
-StorageView storageView(const json &meta, RankedTensorType type) {
+/// Fails (with `error`) for negative strides or offset, or a reach beyond
+/// int64; `type`'s size is checked already (typeOfMeta).
+FailureOr<StorageView> storageView(const json &meta, RankedTensorType type,
+                                   std::string &error) {
   StorageView view;
   for (const json &s : meta.value("strides", json::array()))
     view.strides.push_back(s.value("as_int", int64_t(0)));
@@ -203,12 +242,27 @@ StorageView storageView(const json &meta, RankedTensorType type) {
     for (int64_t d = type.getRank() - 2; d >= 0; --d)
       view.strides[d] = view.strides[d + 1] * type.getDimSize(d + 1);
   }
-  int64_t lastElement = view.offset;
+  if (llvm::any_of(view.strides, [](int64_t s) { return s < 0; }) ||
+      view.offset < 0) {
+    error = "has negative strides or a negative storage offset";
+    return failure();
+  }
+  if (type.getNumElements() == 0)
+    return view;
+  int64_t lastElement = view.offset, step;
+  bool overflow = false;
   for (int64_t d = 0; d < type.getRank(); ++d)
-    lastElement += (type.getDimSize(d) - 1) * view.strides[d];
-  if (type.getNumElements() != 0)
-    view.neededBytes =
-        (lastElement + 1) * elementBytes(type.getElementType());
+    overflow |= __builtin_mul_overflow(type.getDimSize(d) - 1,
+                                       view.strides[d], &step) ||
+                __builtin_add_overflow(lastElement, step, &lastElement);
+  overflow |= __builtin_add_overflow(lastElement, int64_t(1), &lastElement) ||
+              __builtin_mul_overflow(
+                  lastElement, elementBytes(type.getElementType()),
+                  &view.neededBytes);
+  if (overflow) {
+    error = "has strides and a storage offset that reach beyond 2^63 bytes";
+    return failure();
+  }
   return view;
 }
 
@@ -271,12 +325,16 @@ TorchExportImporter::typeOfMeta(const json &meta, const std::string &place) {
   Type element = torch_export::scalarType(&context, meta["dtype"].get<int64_t>());
   if (!element)
     return error(place) << "unsupported dtype " << meta["dtype"].dump();
-  SmallVector<int64_t> shape;
+  std::vector<int64_t> shape;
   for (const json &size : meta["sizes"]) {
     if (!size.contains("as_int"))
       return error(place) << "has a symbolic size: spmdc needs static shapes";
     shape.push_back(size["as_int"].get<int64_t>());
   }
+  uint64_t bytes;
+  std::string sizeError;
+  if (!rt::checkTensorSize(shape, elementBytes(element), bytes, sizeError))
+    return error(place) << sizeError;
   return RankedTensorType::get(shape, element);
 }
 
@@ -304,7 +362,10 @@ TorchExportImporter::loadTensor(const std::string &name, const json &entry,
 
   // The storage the strides and offset index into must be in the blob.
   int64_t elementSize = elementBytes(type->getElementType());
-  StorageView view = storageView(meta, *type);
+  FailureOr<StorageView> viewOr = storageView(meta, *type, message);
+  if (failed(viewOr))
+    return error(place) << "'" << name << "' " << message;
+  const StorageView &view = *viewOr;
   const SmallVector<int64_t> &strides = view.strides;
   int64_t offset = view.offset, needed = view.neededBytes;
   if (static_cast<int64_t>(bytes.size()) < needed)
@@ -360,10 +421,14 @@ TorchExportImporter::referTensor(const std::string &name, const json &entry,
                         << "': an archive read from stdin has no path to "
                            "read its weights from later; give the file";
 
-  StorageView view = storageView(meta, *type);
+  std::string message;
+  FailureOr<StorageView> viewOr = storageView(meta, *type, message);
+  if (failed(viewOr))
+    return error(place) << "'" << name << "' " << message;
+  const StorageView &view = *viewOr;
   const SmallVector<int64_t> &strides = view.strides;
   int64_t offset = view.offset, needed = view.neededBytes;
-  if (static_cast<int64_t>(it->second.size) < needed)
+  if (it->second.size < static_cast<uint64_t>(needed))
     return error(place) << "'" << name << "' has " << it->second.size
                         << " bytes in '" << blobName << "' but its shape "
                         << *type << " needs " << needed;
@@ -409,6 +474,8 @@ LogicalResult TorchExportImporter::importNode(const json &node, size_t index) {
     return emitError(loc) << "unsupported op '" << target << "' (node #"
                           << index << "); docs/pytorch.md lists the ops "
                           << "spmdc maps";
+  // Set once typeOfMeta has reported a malformed entry.
+  bool badMeta = false;
   torch_export::Node view(
       node, builder, loc,
       [&](const std::string &name) { return values.lookup(name); },
@@ -416,9 +483,23 @@ LogicalResult TorchExportImporter::importNode(const json &node, size_t index) {
         if (!tensorValues->contains(name))
           return nullptr;
         auto type = typeOfMeta((*tensorValues)[name], "/tensor_values/" + name);
+        badMeta |= failed(type);
         return succeeded(type) ? *type : nullptr;
       });
   view.index = index;
+  // The mappings read the result type of output 0 (and of every output they
+  // define) from its metadata: without it, refuse the node here (a node
+  // whose metadata was missing crashed the importer; found by
+  // fuzz/pt2-fuzzer.cpp).
+  // (Checks torch leaves in the graph, _assert_*, have no outputs.)
+  bool computes = !StringRef(target).starts_with("torch.ops.aten._assert_");
+  for (size_t i = 0, e = std::max<size_t>(1, view.numOutputs()); i < e; ++i)
+    if (((i == 0 && computes) || view.hasOutput(i)) && !view.outputType(i)) {
+      if (badMeta)
+        return failure();
+      return emitError(loc) << "output #" << i << " of '" << target
+                            << "' has no tensor metadata in tensor_values";
+    }
   if (failed(mapping->second(view)))
     return failure();
   for (auto &[name, value] : view.defined)

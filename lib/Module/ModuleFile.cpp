@@ -1,6 +1,7 @@
 //===- ModuleFile.cpp - the executable module spmdc writes ----------------===//
 
 #include "spmdc/Module/ModuleFile.h"
+#include "spmdc/Runtime/Limits.h"
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +11,8 @@ static constexpr llvm::StringLiteral kMagic = "SPMDC-MODULE 1\n";
 /// The header's version: 2 since the step's entry takes its arguments and
 /// results through memory (--wide-interfaces-through-memory).
 static constexpr int kVersion = 2;
+/// The most ranks a mesh may have (as a shard spec's, ShardSpec.h).
+static constexpr int64_t kMaxRanks = int64_t(1) << 20;
 
 bool ModuleFile::looksLikeModule(llvm::StringRef bytes) {
   return bytes.starts_with(kMagic);
@@ -106,6 +109,13 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
   uint64_t bodyStart = kMagic.size() + newline + 1 + length;
   ModuleFile file;
   llvm::StringRef body = bytes.drop_front(newline + 1 + length);
+  size_t deep = rt::findJsonDepthExcess(headerText.data(), headerText.size());
+  if (deep != std::string::npos) {
+    error = "the module's header is nested deeper than " +
+            std::to_string(rt::kMaxJsonDepth) + " levels (at header byte " +
+            std::to_string(deep) + ")";
+    return std::nullopt;
+  }
   try {
     nlohmann::json header =
         nlohmann::json::parse(headerText.begin(), headerText.end());
@@ -120,9 +130,22 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
     if (header.contains("mesh")) {
       file.meshAxes = header["mesh"].at("axes").get<std::vector<std::string>>();
       file.meshShape = header["mesh"].at("shape").get<std::vector<int64_t>>();
+      int64_t ranks = 1;
+      for (int64_t size : file.meshShape)
+        if (size < 1 || __builtin_mul_overflow(ranks, size, &ranks) ||
+            ranks > kMaxRanks) {
+          error = "the module's mesh shape " + header["mesh"]["shape"].dump() +
+                  " is not positive sizes of at most " +
+                  std::to_string(kMaxRanks) + " ranks in all";
+          return std::nullopt;
+        }
     }
-    auto readValues = [](const nlohmann::json &list,
-                         std::vector<ModuleValue> &out) {
+    // Shapes are checked here, before anything is sized by them: sizes
+    // non-negative, counts within int64 (the --max-tensor-bytes limit
+    // applies where a tensor is made, spmd-run's signature).
+    std::string valueError;
+    auto readValues = [&valueError](const nlohmann::json &list,
+                                    std::vector<ModuleValue> &out) {
       for (const nlohmann::json &j : list) {
         ModuleValue v;
         v.name = j.at("name").get<std::string>();
@@ -142,13 +165,27 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
         if (j.contains("aliases"))
           v.aliases = j["aliases"].get<std::vector<std::string>>();
         v.buffer = j.value("buffer", false);
+        int64_t count = 1;
+        for (int64_t size : v.shape)
+          if (size < 0 || __builtin_mul_overflow(count, size, &count) ||
+              __builtin_mul_overflow(count, int64_t(8), &count)) {
+            valueError = "the module's value '" + v.name + "' has shape " +
+                         j["shape"].dump() +
+                         ", which is negative or has more bytes than a "
+                         "64-bit count holds";
+            return false;
+          }
         out.push_back(v);
       }
+      return true;
     };
-    readValues(header.at("arguments"), file.arguments);
-    readValues(header.at("results"), file.results);
-    if (header.contains("constant_buffers"))
-      readValues(header["constant_buffers"], file.constantBuffers);
+    if (!readValues(header.at("arguments"), file.arguments) ||
+        !readValues(header.at("results"), file.results) ||
+        (header.contains("constant_buffers") &&
+         !readValues(header["constant_buffers"], file.constantBuffers))) {
+      error = valueError;
+      return std::nullopt;
+    }
     // Without native code or weights the program is the rest of the file.
     uint64_t programBytes = body.size();
     uint64_t nativeBytes = 0;
@@ -157,7 +194,9 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
       file.weightsBytes = header["weights"].at("bytes").get<uint64_t>();
       if (header.contains("native"))
         nativeBytes = header["native"].at("bytes").get<uint64_t>();
-      uint64_t before = programBytes + nativeBytes;
+      uint64_t before;
+      if (__builtin_add_overflow(programBytes, nativeBytes, &before))
+        before = UINT64_MAX;
       if (before > body.size() || body.size() - before != file.weightsBytes) {
         error = "the module's weights are " +
                 std::to_string(file.weightsBytes) +
@@ -175,7 +214,10 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
       const nlohmann::json &native = header["native"];
       programBytes = header.at("program_bytes").get<uint64_t>();
       nativeBytes = native.at("bytes").get<uint64_t>();
-      if (programBytes + nativeBytes + file.weightsBytes != body.size()) {
+      uint64_t total;
+      if (__builtin_add_overflow(programBytes, nativeBytes, &total) ||
+          __builtin_add_overflow(total, file.weightsBytes, &total) ||
+          total != body.size()) {
         error = "the module's program and native code are " +
                 std::to_string(programBytes + nativeBytes) +
                 " bytes by its header, but " + std::to_string(body.size()) +

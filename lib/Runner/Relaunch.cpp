@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include <sched.h>
+
 namespace spmdc::runner {
 
 std::optional<int> mpirunRank() {
@@ -29,8 +31,21 @@ int fail(const std::string &message) {
   return 1;
 }
 
+bool shouldYield(llvm::StringRef yieldWhenIdle, int64_t ranks) {
+  if (yieldWhenIdle != "auto")
+    return yieldWhenIdle == "on";
+  // More ranks than cores. Not the machine's load: that changes from run
+  // to run, and a collective's algorithm (so the rounding of a sum over
+  // more than two ranks) with it.
+  cpu_set_t set;
+  int64_t cores =
+      sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  return ranks > cores;
+}
+
 int launchRanks(int argc, char **argv, const std::string &input,
-                llvm::StringRef inputBytes, int64_t ranks) {
+                llvm::StringRef inputBytes, int64_t ranks,
+                llvm::StringRef yieldWhenIdle) {
   std::string modulePath = input;
   llvm::SmallString<128> temporary;
   if (input == "-") {
@@ -43,8 +58,18 @@ int launchRanks(int argc, char **argv, const std::string &input,
   }
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&fail);
   std::vector<std::string> command = {"mpirun", "--allow-run-as-root",
-                                      "--oversubscribe", "--bind-to", "none",
-                                      "-np", std::to_string(ranks), self};
+                                      "--oversubscribe", "--bind-to", "none"};
+  // A rank that spins in a wait takes the core a rank with work needs when
+  // they share cores (a 2-rank step went from 0.05 ms to 24-56 ms next to
+  // one busy process): then waiting ranks sleep.
+  // Yielding: the runtime's collectives sleep between polls while they
+  // wait (SPMD_RT_WAIT=sleep). OpenMPI's mpi_yield_when_idle alone was
+  // measured and made such steps slower (sched_yield hands the core to the
+  // busy process for its whole slice): docs/reliability.md.
+  bool yield = shouldYield(yieldWhenIdle, ranks);
+  if (yield)
+    command.insert(command.end(), {"-x", "SPMD_RT_WAIT=sleep"});
+  command.insert(command.end(), {"-np", std::to_string(ranks), self});
   for (int i = 1; i < argc; ++i)
     command.push_back(argv[i] == input ? modulePath : argv[i]);
   std::vector<llvm::StringRef> commandRefs(command.begin(), command.end());
@@ -54,7 +79,8 @@ int launchRanks(int argc, char **argv, const std::string &input,
                 " ranks, which needs mpirun (Debian: openmpi-bin); or start "
                 "spmd-run under mpirun -np " +
                 std::to_string(ranks));
-  spdlog::info("starting {} ranks: {}", ranks, llvm::join(commandRefs, " "));
+  spdlog::info("starting {} ranks ({} when idle): {}", ranks,
+               yield ? "yielding" : "spinning", llvm::join(commandRefs, " "));
   std::string error;
   int rc = llvm::sys::ExecuteAndWait(*mpirun, commandRefs, std::nullopt, {}, 0,
                                      0, &error);

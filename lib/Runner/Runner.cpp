@@ -38,6 +38,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -183,7 +184,7 @@ std::optional<int> Run::openModule() {
 #ifdef SPMDC_HAVE_MPI
     if (!mpirunRank())
       return launchRanks(argc, argv, options.input, inputBytes,
-                         mesh.numRanks());
+                         mesh.numRanks(), options.yieldWhenIdle);
     underMpi = true;
 #else
     return fail("this spmd-run was built without MPI, so it runs modules "
@@ -249,6 +250,15 @@ std::optional<int> Run::openCompiledStep() {
 }
 
 std::optional<int> Run::buildInputs() {
+  // Fault injection for the tests: SPMD_RUN_TEST_FAULT=throw:R:0 makes rank
+  // R throw as it builds its inputs, as a failed allocation would.
+  if (const char *fault = std::getenv("SPMD_RUN_TEST_FAULT")) {
+    long long rank;
+    if (std::sscanf(fault, "throw:%lld:0", &rank) == 1 &&
+        llvm::is_contained(localRanks, rank))
+      throw std::runtime_error("injected fault: rank " + std::to_string(rank) +
+                               " failed while building its inputs");
+  }
   if (!inputs.openFiles(options.params, options.data, errorMessage))
     return fail(errorMessage);
   // A module's initial values: a rank reads its blocks from the module's

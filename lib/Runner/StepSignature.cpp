@@ -3,6 +3,7 @@
 #include "spmdc/Runner/StepSignature.h"
 
 #include "spmdc/Module/ModuleFile.h"
+#include "spmdc/Runtime/Limits.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -19,8 +20,10 @@ namespace {
 Sharded shardedOf(dist::TensorSharding sharding, RankedTensorType local,
                   const dist::Mesh &mesh, llvm::ArrayRef<int64_t> logical) {
   llvm::SmallVector<int64_t> shape(local.getShape());
+  // Saturating: checkSizes refuses what overflows.
   for (auto [d, axes] : llvm::enumerate(sharding.dims)) {
-    shape[d] *= mesh.groupSize(axes);
+    if (__builtin_mul_overflow(shape[d], mesh.groupSize(axes), &shape[d]))
+      shape[d] = INT64_MAX;
     // A padded dim: the local chunks tile the padded size.
     if (!logical.empty() && logical[d] != shape[d])
       sharding.setPadded(d, shape[d]);
@@ -155,6 +158,27 @@ bool readModuleShardings(const std::vector<ModuleValue> &values,
   return true;
 }
 
+/// Every value's logical tensor within --max-tensor-bytes, before any is
+/// made (the runner builds, reads and gathers them).
+bool checkSizes(const std::vector<tg::GraphValueInfo> &infos,
+                const std::vector<Sharded> &shardings, const char *what,
+                std::string &error) {
+  for (auto [info, sharded] : llvm::zip(infos, shardings)) {
+    RankedTensorType type = sharded.logicalType;
+    std::optional<rt::DType> dtype = dtypeOf(type.getElementType());
+    uint64_t bytes;
+    std::string sizeError;
+    if (dtype && !rt::checkTensorSize(std::vector<int64_t>(
+                                          type.getShape().begin(),
+                                          type.getShape().end()),
+                                      rt::dtypeSize(*dtype), bytes, sizeError)) {
+      error = std::string(what) + " '" + info.name + "': " + sizeError;
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 bool readModuleMesh(const ModuleFile &file, dist::Mesh &mesh) {
@@ -176,7 +200,11 @@ bool readModuleSignature(const ModuleFile &file, MLIRContext &context,
                              signature.mesh, signature.argumentShardings,
                              error) &&
          readModuleShardings(file.results, signature.results, signature.mesh,
-                             signature.resultShardings, error);
+                             signature.resultShardings, error) &&
+         checkSizes(signature.arguments, signature.argumentShardings,
+                    "argument", error) &&
+         checkSizes(signature.results, signature.resultShardings, "result",
+                    error);
 }
 
 bool readProgramSignature(func::FuncOp entry, bool hasMesh,
@@ -217,7 +245,10 @@ bool readProgramSignature(func::FuncOp entry, bool hasMesh,
       return false;
     signature.resultShardings.push_back(std::move(*sharding));
   }
-  return true;
+  return checkSizes(signature.arguments, signature.argumentShardings,
+                    "argument", error) &&
+         checkSizes(signature.results, signature.resultShardings, "result",
+                    error);
 }
 
 std::string describe(RankedTensorType type, const Sharded &sharded,

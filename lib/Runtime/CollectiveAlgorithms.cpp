@@ -5,6 +5,13 @@
 // into a scratch buffer first or unpacks them after; a group listed in
 // another order than its communicator's permutes the blocks while it does.
 //
+// Waiting: MPI's blocking calls spin until the other ranks arrive, which is
+// fastest while each rank has a core; where ranks share cores with each
+// other or with other work (SPMD_RT_WAIT=sleep, which spmd-run sets: see
+// Relaunch.cpp), a spinning rank takes the core the rank it waits for
+// needs, so the collectives are started non-blocking and the wait sleeps
+// between polls (docs/reliability.md#ranks-that-share-cores).
+//
 //===----------------------------------------------------------------------===//
 
 #include "CollectiveState.h"
@@ -13,9 +20,43 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace spmdc::rt::collectives {
 namespace {
+
+/// Waits for `request` (a non-blocking collective started in sleep mode):
+/// polls for about 20 us, then sleeps between polls, 10 us at first and
+/// doubling to 250 us, so that a waiting rank gives its core away.
+void sleepUntilDone(MPI_Request &request, const char *call,
+                    const char *mpiCall) {
+  int done = 0;
+  int64_t spinUntil = nowNs() + 20000, pauseNs = 10000;
+  while (true) {
+    checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call, mpiCall);
+    if (done)
+      return;
+    if (nowNs() < spinUntil)
+      continue;
+    timespec pause{0, static_cast<long>(pauseNs)};
+    nanosleep(&pause, nullptr);
+    pauseNs = std::min<int64_t>(pauseNs * 2, 250000);
+  }
+}
+
+/// Runs one MPI collective: the blocking call, or in sleep mode its
+/// non-blocking form and sleepUntilDone.
+template <typename Blocking, typename NonBlocking>
+void runMpi(const char *call, const char *mpiCall, Blocking blocking,
+            NonBlocking nonBlocking) {
+  if (!state().sleepWhenIdle) {
+    checkMpi(blocking(), call, mpiCall);
+    return;
+  }
+  MPI_Request request;
+  checkMpi(nonBlocking(&request), call, mpiCall);
+  sleepUntilDone(request, call, mpiCall);
+}
 
 struct DTypeInfo {
   MPI_Datatype mpi;
@@ -154,10 +195,16 @@ int allReduce(void *inout, int64_t count, int32_t dtype, const int32_t *axes,
   const int64_t piece = int64_t(1) << 30;
   for (int64_t done = 0; done < count; done += piece) {
     int n = static_cast<int>(std::min(piece, count - done));
-    checkMpi(MPI_Allreduce(MPI_IN_PLACE,
-                           static_cast<char *>(inout) + done * t.bytes, n,
-                           t.mpi, MPI_SUM, g.comm),
-             call, "MPI_Allreduce");
+    char *at = static_cast<char *>(inout) + done * t.bytes;
+    runMpi(
+        call, "MPI_Allreduce",
+        [&] {
+          return MPI_Allreduce(MPI_IN_PLACE, at, n, t.mpi, MPI_SUM, g.comm);
+        },
+        [&](MPI_Request *r) {
+          return MPI_Iallreduce(MPI_IN_PLACE, at, n, t.mpi, MPI_SUM, g.comm,
+                                r);
+        });
   }
   return 0;
 }
@@ -186,8 +233,15 @@ int allGather(const void *in, void *out, int32_t rank,
       checkTransport(call, transport,
                      transport->all_gather(in, to, block, dtype, g.mask));
     else
-      checkMpi(MPI_Allgather(in, block, t.mpi, to, block, t.mpi, g.comm), call,
-               "MPI_Allgather");
+      runMpi(
+          call, "MPI_Allgather",
+          [&] {
+            return MPI_Allgather(in, block, t.mpi, to, block, t.mpi, g.comm);
+          },
+          [&](MPI_Request *r) {
+            return MPI_Iallgather(in, block, t.mpi, to, block, t.mpi, g.comm,
+                                  r);
+          });
   };
   if (contiguousIdentity(g, l.outer)) {
     gatherInto(out);
@@ -232,8 +286,16 @@ int reduceScatter(const void *in, void *out, int32_t rank,
     checkTransport(call, transport,
                    transport->reduce_scatter(send, out, block, dtype, g.mask));
   else
-    checkMpi(MPI_Reduce_scatter_block(send, out, block, t.mpi, MPI_SUM, g.comm),
-             call, "MPI_Reduce_scatter_block");
+    runMpi(
+        call, "MPI_Reduce_scatter_block",
+        [&] {
+          return MPI_Reduce_scatter_block(send, out, block, t.mpi, MPI_SUM,
+                                          g.comm);
+        },
+        [&](MPI_Request *r) {
+          return MPI_Ireduce_scatter_block(send, out, block, t.mpi, MPI_SUM,
+                                           g.comm, r);
+        });
   return 0;
 }
 
@@ -275,8 +337,15 @@ int allToAll(const void *in, void *out, int32_t rank, const int64_t *in_shape,
       checkTransport(call, transport,
                      transport->all_to_all(send, to, block, dtype, g.mask));
     else
-      checkMpi(MPI_Alltoall(send, block, t.mpi, to, block, t.mpi, g.comm), call,
-               "MPI_Alltoall");
+      runMpi(
+          call, "MPI_Alltoall",
+          [&] {
+            return MPI_Alltoall(send, block, t.mpi, to, block, t.mpi, g.comm);
+          },
+          [&](MPI_Request *r) {
+            return MPI_Ialltoall(send, block, t.mpi, to, block, t.mpi, g.comm,
+                                 r);
+          });
   };
   if (contiguousIdentity(g, concat.outer)) {
     exchangeInto(out);

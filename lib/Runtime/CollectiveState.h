@@ -61,6 +61,9 @@ struct State {
   std::atomic<uint64_t> callAxes{0};
 
   std::atomic<bool> aborting{false};
+  /// SPMD_RT_WAIT=sleep: collectives wait sleeping, not spinning
+  /// (CollectiveAlgorithms.cpp).
+  bool sleepWhenIdle = false;
   /// Where collectives' bytes travel; null: MPI on host buffers.
   const spmd_rt_transport *transport = nullptr;
   /// Scratch buffers for packed chunks: host ones (malloc) for MPI, the
@@ -139,9 +142,14 @@ void createCommunicators(const char *call);
 //===----------------------------------------------------------------------===//
 
 /// Arms the watchdog for the lifetime of the object.
+/// SPMD_RUN_TEST_FAULT's kill or stop, where it names this rank and step
+/// (CollectiveWatchdog.cpp).
+void injectTestFault();
+
 class Armed {
 public:
   Armed(const char *call, const int32_t *axes, int32_t n) {
+    injectTestFault();
     State &s = state();
     if (s.timeoutS <= 0)
       return;

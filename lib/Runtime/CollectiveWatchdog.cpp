@@ -2,8 +2,14 @@
 //
 // Every failure prints one line that names the rank and the step first and
 // aborts the whole job. A watchdog thread aborts it when a collective has
-// run longer than the timeout (SPMD_COLLECTIVE_TIMEOUT_S, 60 s by default),
-// naming the call and its group.
+// run longer than the timeout (SPMD_COLLECTIVE_TIMEOUT_S, 60 s by default;
+// spmd-run --collective-timeout), naming the call and its group. An
+// uncaught exception and the SIGTERM with which mpirun ends the ranks of a
+// failed job say so in the same form (docs/reliability.md).
+//
+// Fault injection for the tests: SPMD_RUN_TEST_FAULT=kill:R:S or stop:R:S
+// makes rank R raise SIGKILL or SIGSTOP on itself as it enters its first
+// collective of step S, while the others wait in it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +21,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 
 #include <unistd.h>
 
@@ -185,6 +193,58 @@ void watchdogLoop() {
   }
 }
 
+/// SIGTERM: mpirun ending the job's ranks after another failed (or the
+/// user's kill). One line, then the default action, so the exit status
+/// still says SIGTERM. Only async-signal-safe calls.
+void onTerminateSignal(int signo) {
+  State &s = state();
+  char line[160];
+  size_t n = 0;
+  auto put = [&](const char *text) {
+    while (*text && n + 1 < sizeof(line))
+      line[n++] = *text++;
+  };
+  auto putNumber = [&](long long v) {
+    char digits[24];
+    int k = 0;
+    bool negative = v < 0;
+    unsigned long long u = negative ? 0ull - static_cast<unsigned long long>(v)
+                                    : static_cast<unsigned long long>(v);
+    do
+      digits[k++] = static_cast<char>('0' + u % 10);
+    while ((u /= 10) && k < 22);
+    if (negative)
+      digits[k++] = '-';
+    while (k > 0 && n + 1 < sizeof(line))
+      line[n++] = digits[--k];
+  };
+  put("spmd-run: rank ");
+  putNumber(s.rank);
+  put(": step ");
+  putNumber(static_cast<long long>(s.step.load()));
+  put(": ended by SIGTERM (mpirun ends every rank when one fails)\n");
+  if (!s.aborting.load())
+    (void)!::write(2, line, n);
+  std::signal(signo, SIG_DFL);
+  ::raise(signo);
+}
+
+/// An exception no one caught: its message in the usual form, then the
+/// job's end.
+[[noreturn]] void onTerminate() {
+  std::string what = "an unknown exception";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception &x) {
+      what = std::string("'") + x.what() + "'";
+    } catch (...) {
+    }
+  }
+  writeLine(prefix() + "uncaught exception " + what + "; ending the job");
+  abortJob();
+}
+
 void onExit() {
   State &s = state();
   if (s.initialized && !s.finalized && !s.aborting.load())
@@ -211,6 +271,8 @@ void readWatchdogTimeout(const char *call) {
 void startWatchdog() {
   State &s = state();
   std::atexit(onExit);
+  std::set_terminate(onTerminate);
+  std::signal(SIGTERM, onTerminateSignal);
   if (s.timeoutS > 0)
     s.watchdog = std::thread(watchdogLoop);
 }
@@ -228,3 +290,47 @@ void stopWatchdog() {
 }
 
 } // namespace spmdc::rt::collectives
+
+namespace spmdc::rt::collectives {
+
+void injectTestFault() {
+  // Parsed once: KIND:RANK:STEP.
+  static const struct Fault {
+    int signo = 0;
+    long long rank = -1, step = -1;
+  } fault = [] {
+    Fault f;
+    const char *spec = std::getenv("SPMD_RUN_TEST_FAULT");
+    char kind[16] = {0};
+    if (spec && std::sscanf(spec, "%15[a-z]:%lld:%lld", kind, &f.rank,
+                            &f.step) == 3)
+      f.signo = std::strcmp(kind, "kill") == 0   ? SIGKILL
+                : std::strcmp(kind, "stop") == 0 ? SIGSTOP
+                                                 : 0;
+    return f;
+  }();
+  if (!fault.signo)
+    return;
+  State &s = state();
+  if (s.rank == fault.rank && s.step.load() == fault.step)
+    ::raise(fault.signo);
+}
+
+} // namespace spmdc::rt::collectives
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPMDC_LSAN 1
+#endif
+#endif
+#if defined(SPMDC_LSAN) || defined(__SANITIZE_ADDRESS__)
+/// LeakSanitizer's hook: no leak check at the exit of a process that
+/// started MPI through the runtime (a rank). OpenMPI's allocations outlive
+/// every rank by design, and its frames (built without frame pointers) show
+/// as `<unknown module>`, which no suppression can name; processes without
+/// MPI (spmdc, spmd-run on one rank, the interpreter) are still checked
+/// (docs/reliability.md#sanitizers).
+extern "C" int __lsan_is_turned_off() {
+  return spmdc::rt::collectives::state().initialized ? 1 : 0;
+}
+#endif

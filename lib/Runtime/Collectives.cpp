@@ -11,6 +11,7 @@
 
 #include "spmdc/Runtime/MemRefView.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include <unistd.h>
@@ -43,6 +44,8 @@ int spmd_rt_init(int *argc, char ***argv, int32_t mesh_rank,
   setMesh(call, mesh_rank, mesh_shape);
 
   readWatchdogTimeout(call);
+  if (const char *wait = std::getenv("SPMD_RT_WAIT"))
+    s.sleepWhenIdle = std::strcmp(wait, "sleep") == 0;
   s.initialized = true;
   startWatchdog();
 

@@ -7,7 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Runtime/SafeTensors.h"
+#include "spmdc/Runtime/AtomicFile.h"
 #include "spmdc/Runtime/FloatFormats.h"
+#include "spmdc/Runtime/Limits.h"
 
 #include <nlohmann/json.hpp>
 
@@ -294,15 +296,14 @@ bool parseEntry(const std::string &name, const json &entry, uint64_t dataSize,
   info.dataBegin = static_cast<uint64_t>(begin);
   info.dataEnd = static_cast<uint64_t>(end);
 
-  int64_t numel, needed;
-  if (!checkedNumElements(info.shape, numel) ||
-      __builtin_mul_overflow(numel, int64_t(dtypeSize(info.dtype)), &needed)) {
-    error = where + "shape " + formatShape(info.shape) + " of " +
-            dtypeName(info.dtype) + " is too large";
+  uint64_t needed;
+  std::string sizeError;
+  if (!checkTensorSize(info.shape, dtypeSize(info.dtype), needed, sizeError)) {
+    error = where + sizeError;
     return false;
   }
   uint64_t held = info.dataEnd - info.dataBegin;
-  if (held != uint64_t(needed)) {
+  if (held != needed) {
     error = where + offsets + " hold " + std::to_string(held) +
             " bytes but shape " + formatShape(info.shape) + " of " +
             dtypeName(info.dtype) + " needs " + std::to_string(needed);
@@ -366,6 +367,12 @@ SafeTensorsReader::open(const std::string &path, std::string &error,
       return nullptr;
     }
     uint64_t headerLen = loadLE(lenBytes, 8);
+    if (headerLen > kMaxSafeTensorsHeaderBytes) {
+      error = prefix + "header length " + std::to_string(headerLen) +
+              " is over the format's limit of " +
+              std::to_string(kMaxSafeTensorsHeaderBytes) + " bytes";
+      return nullptr;
+    }
     if (headerLen > fileSize - 8) {
       error = prefix + "header length " + std::to_string(headerLen) +
               " exceeds the " + std::to_string(fileSize - 8) +
@@ -382,6 +389,13 @@ SafeTensorsReader::open(const std::string &path, std::string &error,
     uint64_t dataSize = fileSize - 8 - headerLen;
     reader->dataStart = sectionStart + 8 + headerLen;
 
+    size_t deep = findJsonDepthExcess(headerText.data(), headerText.size());
+    if (deep != std::string::npos) {
+      error = prefix + "header is nested deeper than " +
+              std::to_string(kMaxJsonDepth) + " levels (at header byte " +
+              std::to_string(deep) + ")";
+      return nullptr;
+    }
     json header;
     try {
       header = json::parse(headerText);
@@ -636,34 +650,27 @@ bool spmdc::rt::writeSafeTensors(
     }
     headerText.append((8 - headerText.size() % 8) % 8, ' ');
 
-    errno = 0;
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    if (!file.is_open()) {
-      error = prefix + "cannot create file" +
-              (errno ? std::string(": ") + std::strerror(errno) : "");
+    // A temporary file renamed over `path` once whole: a failed write
+    // leaves the previous file as it was.
+    AtomicFile file;
+    if (!file.open(path, error))
       return false;
-    }
     unsigned char lenBytes[8];
     storeLE(lenBytes, headerText.size(), 8);
-    file.write(reinterpret_cast<const char *>(lenBytes), 8);
-    file.write(headerText.data(),
-               static_cast<std::streamsize>(headerText.size()));
+    if (!file.write(lenBytes, 8, error) ||
+        !file.write(headerText.data(), headerText.size(), error))
+      return false;
     std::vector<unsigned char> buf;
     for (const NamedTensor *t : order) {
       size_t elemSize = dtypeSize(t->dtype);
       buf.resize(t->values.size() * elemSize);
       for (size_t i = 0; i < t->values.size(); ++i)
         encodeElement(t->values[i], t->dtype, buf.data() + i * elemSize);
-      file.write(reinterpret_cast<const char *>(buf.data()),
-                 static_cast<std::streamsize>(buf.size()));
+      if (!file.write(buf.data(), buf.size(), error))
+        return false;
     }
-    file.close();
-    if (file.fail()) {
-      error = prefix + "write failed" +
-              (errno ? std::string(": ") + std::strerror(errno) : "");
-      std::remove(path.c_str());
+    if (!file.commit(error))
       return false;
-    }
   } catch (const std::exception &e) {
     error = prefix + "unexpected error while writing: " + e.what();
     return false;

@@ -168,10 +168,16 @@ LogicalResult SpecParser::parseMesh(const json &mesh, ShardSpec &spec) {
                             << "' is named twice";
     spec.axes.push_back(axis.get<std::string>());
   }
+  int64_t ranks = 1;
   for (auto [i, size] : llvm::enumerate(shape)) {
     if (!size.is_number_integer() || size.get<int64_t>() < 1)
       return error("/mesh/shape/" + std::to_string(i))
              << "expected a positive integer, got " << size.dump();
+    // Sized per rank downstream (the report, the interpreter's ranks).
+    if (__builtin_mul_overflow(ranks, size.get<int64_t>(), &ranks) ||
+        ranks > kMaxMeshRanks)
+      return error("/mesh/shape")
+             << "the mesh has more than " << kMaxMeshRanks << " ranks";
     spec.shape.push_back(size.get<int64_t>());
   }
   return success();

@@ -2,8 +2,11 @@
 
 #include "RunOptions.h"
 
+#include "spmdc/Runtime/Limits.h"
+
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <iostream>
 
 namespace spmdc {
@@ -57,6 +60,34 @@ std::optional<int> parseRunOptions(int argc, char **argv,
         }
         return "--threads takes a positive number or 'all', got '" + v + "'";
       });
+  std::string maxTensorBytes;
+  app.add_option("--max-tensor-bytes", maxTensorBytes,
+                 "refuse a tensor or file entry of more bytes than this "
+                 "(K, M, G, T suffixes: powers of 1024; default 16G)")
+      ->check([](const std::string &v) -> std::string {
+        return rt::parseByteCount(v) ? "" : "--max-tensor-bytes takes a byte "
+                                            "count such as 1048576 or 16G, "
+                                            "got '" + v + "'";
+      });
+  std::string collectiveTimeout;
+  app.add_option("--collective-timeout", collectiveTimeout,
+                 "seconds a collective may take before its watchdog ends "
+                 "the job, naming the rank and the step (default 60; 0: no "
+                 "watchdog)")
+      ->check([](const std::string &v) -> std::string {
+        char *end = nullptr;
+        double seconds = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end != '\0' || !(seconds >= 0) ||
+            seconds > 1e9)
+          return "--collective-timeout takes a number of seconds >= 0, got '" +
+                 v + "'";
+        return "";
+      });
+  app.add_option("--yield-when-idle", options.yieldWhenIdle,
+                 "ranks waiting in a collective sleep instead of spinning: "
+                 "on, off, or auto (default): when the ranks exceed the "
+                 "cores")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--log-level", logLevel, "log level (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   try {
@@ -69,6 +100,13 @@ std::optional<int> parseRunOptions(int argc, char **argv,
               << "run 'spmd-run --help' for usage\n";
     return 2;
   }
+  if (!maxTensorBytes.empty())
+    rt::setMaxTensorBytes(*rt::parseByteCount(maxTensorBytes));
+  // The runtime reads it as each rank starts (every rank parses this same
+  // command line).
+  if (!collectiveTimeout.empty())
+    setenv("SPMD_COLLECTIVE_TIMEOUT_S", collectiveTimeout.c_str(),
+           /*overwrite=*/1);
   return std::nullopt;
 }
 

@@ -2,6 +2,8 @@
 
 #include "DriverOptions.h"
 
+#include "spmdc/Runtime/Limits.h"
+
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -76,6 +78,16 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_flag("--verify-each", options.verifyEach,
                "verify the IR after every pass, not only after each group of "
                "stages (slower; for debugging a pass)");
+  std::string maxTensorBytes;
+  app.add_option("--max-tensor-bytes", maxTensorBytes,
+                 "refuse a graph whose inputs or outputs, or an archive "
+                 "whose entries, claim more bytes than this (K, M, G, T "
+                 "suffixes: powers of 1024; default 16G)")
+      ->check([](const std::string &v) -> std::string {
+        return rt::parseByteCount(v) ? "" : "--max-tensor-bytes takes a byte "
+                                            "count such as 1048576 or 16G, "
+                                            "got '" + v + "'";
+      });
   app.add_option("--log-level", options.logLevel, "log level (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
 
@@ -89,6 +101,8 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
               << "run 'spmdc --help' for usage\n";
     return 2;
   }
+  if (!maxTensorBytes.empty())
+    rt::setMaxTensorBytes(*rt::parseByteCount(maxTensorBytes));
   options.lowering.target = target == "cuda" ? Target::Cuda : Target::Cpu;
   options.lowering.cudaArch =
       cudaArch == "sm_80" ? CudaArch::Sm80 : CudaArch::Sm90;

@@ -14,6 +14,8 @@
 #include "spmdc/Module/ModuleSignature.h"
 #include "spmdc/Pipeline/Pipeline.h"
 #include "spmdc/Report/CompileReport.h"
+#include "spmdc/Runtime/AtomicFile.h"
+#include "spmdc/Runtime/StoredTensor.h"
 #include "spmdc/Sharding/ShardSpec.h"
 #include "spmdc/Support/Diagnostics.h"
 #include "spmdc/Support/Logging.h"
@@ -32,6 +34,7 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -90,6 +93,46 @@ static void fixUseListOrders(ModuleOp module) {
   });
 }
 
+/// Writes what `produce` gives its sink to `path` ("-": stdout) whole or
+/// not at all: a temporary file renamed over `path` (AtomicFile.h), so a
+/// full disk leaves a previous file intact. False with `error` set.
+static bool writeOutput(
+    llvm::StringRef path, std::string &error,
+    llvm::function_ref<bool(const spmdc::rt::ByteSink &, std::string &)>
+        produce) {
+  if (path == "-") {
+    llvm::raw_fd_ostream &os = llvm::outs();
+    bool ok = produce(
+        [&](const char *data, size_t size) {
+          os.write(data, size);
+          return !os.has_error();
+        },
+        error);
+    os.flush();
+    if (ok && os.has_error())
+      error = "<stdout>: write failed";
+    return ok && !os.has_error();
+  }
+  spmdc::rt::AtomicFile file;
+  std::string writeError;
+  if (!file.open(path.str(), error))
+    return false;
+  bool ok = produce(
+      [&](const char *data, size_t size) {
+        return file.write(data, size, writeError);
+      },
+      error);
+  if (!writeError.empty()) {
+    error = writeError;
+    return false;
+  }
+  if (!ok) {
+    error = path.str() + ": " + error;
+    return false;
+  }
+  return file.commit(error);
+}
+
 static LogicalResult writeKernels(ModuleOp module, llvm::StringRef dir) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
     llvm::errs() << "spmdc: error: " << dir << ": " << ec.message() << "\n";
@@ -139,6 +182,15 @@ static LogicalResult findLibdevice() {
 }
 
 int main(int argc, char **argv) {
+  // A builder that cannot infer an op's type ends the process through
+  // LLVM's fatal-error path, after the op's shape rule has printed its
+  // diagnostic at the node: that is bad input, exit 1, not a crash with a
+  // stack dump (docs/reliability.md).
+  llvm::install_fatal_error_handler([](void *, const char *reason, bool) {
+    llvm::errs() << "spmdc: error: " << reason << "\n";
+    llvm::errs().flush();
+    std::_Exit(1);
+  });
   llvm::InitLLVM initLLVM(argc, argv);
   spmdc::DriverOptions options;
   if (std::optional<int> exitCode =
@@ -282,15 +334,14 @@ int main(int argc, char **argv) {
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - started)
                     .count();
-    std::unique_ptr<llvm::ToolOutputFile> report =
-        openOutputFile(options.report, &errorMessage);
-    if (!report) {
-      llvm::errs() << "spmdc: error: " << options.report << ": " << errorMessage
-                   << "\n";
+    std::string report = spmdc::buildCompileReport(*module, ms);
+    if (!writeOutput(options.report, errorMessage,
+                     [&](const spmdc::rt::ByteSink &sink, std::string &) {
+                       return sink(report.data(), report.size());
+                     })) {
+      llvm::errs() << "spmdc: error: " << errorMessage << "\n";
       return 1;
     }
-    report->os() << spmdc::buildCompileReport(*module, ms);
-    report->keep();
   }
 
   std::optional<spmdc::ModuleFile> moduleFile;
@@ -312,13 +363,6 @@ int main(int argc, char **argv) {
   if (!options.ptxDir.empty() && failed(writeKernels(*module, options.ptxDir)))
     return 1;
 
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      openOutputFile(options.output, &errorMessage);
-  if (!output) {
-    llvm::errs() << "spmdc: error: " << options.output << ": " << errorMessage
-                 << "\n";
-    return 1;
-  }
   if (moduleFile) {
     llvm::raw_string_ostream program(moduleFile->program);
     fixUseListOrders(*module);
@@ -339,21 +383,25 @@ int main(int argc, char **argv) {
       moduleFile->nativeFeatures = object->features;
     }
     // The weights stream from their files into the module's tail.
-    llvm::raw_fd_ostream &os = output->os();
-    if (!moduleFile->write(
-            [&](const char *data, size_t size) {
-              os.write(data, size);
-              return !os.has_error();
-            },
-            errorMessage)) {
-      llvm::errs() << "spmdc: error: " << options.output << ": "
-                   << errorMessage << "\n";
+    if (!writeOutput(options.output, errorMessage,
+                     [&](const spmdc::rt::ByteSink &sink, std::string &error) {
+                       return moduleFile->write(sink, error);
+                     })) {
+      llvm::errs() << "spmdc: error: " << errorMessage << "\n";
       return 1;
     }
-  } else {
-    module->print(output->os());
-    output->os() << "\n";
+    return 0;
   }
-  output->keep();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  os << "\n";
+  if (!writeOutput(options.output, errorMessage,
+                   [&](const spmdc::rt::ByteSink &sink, std::string &) {
+                     return sink(text.data(), text.size());
+                   })) {
+    llvm::errs() << "spmdc: error: " << errorMessage << "\n";
+    return 1;
+  }
   return 0;
 }

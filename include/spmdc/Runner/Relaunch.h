@@ -28,8 +28,16 @@ int fail(const std::string &message);
 /// Starts `ranks` copies of this executable under mpirun with the command
 /// line `argv` (`input` replaced by a file holding `inputBytes` when it is
 /// "-", stdin) and gives their exit code: 0, or 1 when any failed.
+/// `yieldWhenIdle` ("on", "off", "auto": shouldYield) makes the ranks'
+/// collectives sleep while they wait (SPMD_RT_WAIT=sleep).
 int launchRanks(int argc, char **argv, const std::string &input,
-                llvm::StringRef inputBytes, int64_t ranks);
+                llvm::StringRef inputBytes, int64_t ranks,
+                llvm::StringRef yieldWhenIdle = "auto");
+
+/// Whether `ranks` ranks on this machine should yield their core while they
+/// wait: "on", "off", or "auto": when the ranks exceed the cores this
+/// process may use.
+bool shouldYield(llvm::StringRef yieldWhenIdle, int64_t ranks);
 
 } // namespace spmdc::runner
 

@@ -40,6 +40,10 @@ struct RunOptions {
   /// GEMM threads per rank: a number, or "all" (this process's cores over
   /// the ranks on its node).
   std::string threads = "1";
+  /// Ranks waiting in a collective yield their core ("on"), spin ("off"),
+  /// or yield when the ranks exceed the cores ("auto";
+  /// docs/reliability.md).
+  std::string yieldWhenIdle = "auto";
 };
 
 /// Runs `options.input` for `options.steps` steps and gives the exit code:

@@ -70,9 +70,11 @@ struct TensorInfo {
 /// each thread its own reader.
 class SafeTensorsReader {
 public:
-  /// Opens and validates `path`: the header must be a JSON object whose
-  /// entries have a known dtype, a non-negative shape and data_offsets that
-  /// hold exactly shape * dtypeSize bytes inside the file. On failure returns
+  /// Opens and validates `path`: the header must be a JSON object (at most
+  /// 100 MB, nested at most kMaxJsonDepth levels) whose entries have a known
+  /// dtype, a non-negative shape of at most --max-tensor-bytes (Limits.h)
+  /// and data_offsets that hold exactly shape * dtypeSize bytes inside the
+  /// file. On failure returns
   /// null and sets `error` (prefixed with the path).
   /// With `sectionStart`/`sectionLength`, the safetensors data is that byte
   /// range of the file (a module's weights section), offsets relative to it.
@@ -135,7 +137,9 @@ struct NamedTensor {
 /// tensor data is laid out widest dtype first, then by name, so every tensor
 /// is naturally aligned. Fails (setting `error`) on duplicate or reserved
 /// names, negative dimensions, a value count that does not match the shape,
-/// integer values that are NaN or out of range, or an I/O error.
+/// integer values that are NaN or out of range, or an I/O error. The file is
+/// written beside `path` and renamed over it when whole (AtomicFile.h), so a
+/// failure leaves a previous file intact.
 bool writeSafeTensors(const std::string &path,
                       const std::vector<NamedTensor> &tensors,
                       std::string &error,

@@ -56,6 +56,9 @@ bool isDataParallel(Preset preset);
 /// ZeRO: optimizer state split over the axis (zero3: parameters too).
 bool isZero(Preset preset);
 
+/// The most ranks a mesh may have (2^20); a spec over more is refused.
+constexpr int64_t kMaxMeshRanks = int64_t(1) << 20;
+
 struct ShardSpec {
   std::string fileName;
   std::vector<std::string> axes;

@@ -37,8 +37,10 @@ struct Buffer {
   char *data;
   std::vector<int64_t> descriptor;
 
+  bool onDevice;
+
   Buffer(std::vector<int64_t> shape, size_t elementBytes, bool device)
-      : shape(shape) {
+      : shape(shape), onDevice(device) {
     size_t count = 1;
     for (int64_t size : shape)
       count *= size;
@@ -52,6 +54,13 @@ struct Buffer {
     descriptor.insert(descriptor.end(), shape.begin(), shape.end());
     descriptor.insert(descriptor.end(), strides.begin(), strides.end());
   }
+  // Host buffers are freed (LeakSanitizer checks this program).
+  ~Buffer() {
+    if (!onDevice)
+      std::free(data);
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   size_t count() const {
     size_t n = 1;

@@ -46,8 +46,15 @@ std::string shapeString(ArrayRef<int64_t> shape) {
   return s;
 }
 
+/// The ranked tensor type of an operand. The parser runs the shape rules
+/// before the verifier has checked operand types, so an operand written
+/// with another type (`i64`) reads as a rank-0 tensor of i1: the rule
+/// refuses it or the verifier's operand check does, a diagnostic at the op
+/// instead of a crash (found by fuzz/mlir-import-fuzzer.cpp).
 RankedTensorType tensorOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
+  if (auto tensor = llvm::dyn_cast<RankedTensorType>(v.getType()))
+    return tensor;
+  return RankedTensorType::get({}, IntegerType::get(v.getContext(), 1));
 }
 } // namespace
 

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# CI's sanitizer job (docs/reliability.md): a second build in build-asan/
+# with ASan and UBSan on the tools, the libraries and the runtime
+# (-DSPMDC_SANITIZE=address,undefined) and the readers' libFuzzer harnesses
+# (-DSPMDC_FUZZ=ON), then its lit and unit tests, every harness over its
+# corpus and for SPMDC_FUZZ_SECONDS (default 20) each, and the check that no
+# process left a sanitizer report. Run after scripts/setup.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CCACHE_BASEDIR="$PWD"
+cmake -S . -B build-asan -G Ninja \
+  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+  -DSPMDC_SANITIZE=address,undefined -DSPMDC_FUZZ=ON \
+  -DSPMDC_FUZZ_SECONDS="${SPMDC_FUZZ_SECONDS:-20}" >&2
+cmake --build build-asan >&2
+ctest --test-dir build-asan --output-on-failure
