@@ -15,14 +15,6 @@ std::atomic<uint64_t> &limit() {
   return bytes;
 }
 
-std::string formatShape(const std::vector<int64_t> &shape) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < shape.size(); ++i)
-    os << (i ? ", " : "") << shape[i];
-  os << ']';
-  return os.str();
-}
 } // namespace
 
 uint64_t maxTensorBytes() { return limit().load(std::memory_order_relaxed); }
@@ -58,6 +50,15 @@ std::optional<uint64_t> parseByteCount(const std::string &text) {
   if (shift < 0 || value > (uint64_t(1) << 63) >> shift)
     return std::nullopt;
   return value << shift;
+}
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i)
+    os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
 }
 
 std::string formatBytes(uint64_t bytes) {

@@ -168,15 +168,6 @@ double decodeElement(const unsigned char *p, DType dtype) {
   return 0;
 }
 
-std::string formatShape(const std::vector<int64_t> &shape) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < shape.size(); ++i)
-    os << (i ? ", " : "") << shape[i];
-  os << ']';
-  return os.str();
-}
-
 /// Product of non-negative dims; false on overflow of int64.
 bool checkedNumElements(const std::vector<int64_t> &shape, int64_t &out) {
   int64_t n = 1;

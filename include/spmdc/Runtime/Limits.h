@@ -44,6 +44,9 @@ std::optional<uint64_t> parseByteCount(const std::string &text);
 /// "16 GiB", "1.5 MiB", "12 bytes".
 std::string formatBytes(uint64_t bytes);
 
+/// "[2, 3]".
+std::string formatShape(const std::vector<int64_t> &shape);
+
 /// Checks a tensor of `shape` with `elementBytes`-byte elements: dims
 /// non-negative, element count and byte size within int64, bytes within
 /// maxTensorBytes(). Sets `bytes` and returns true; or returns false with
