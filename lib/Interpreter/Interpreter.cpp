@@ -139,6 +139,14 @@ Tensor sumOf(ArrayRef<const Tensor *> xs) {
   return sum;
 }
 
+Tensor maxOf(ArrayRef<const Tensor *> xs) {
+  Tensor max = *xs.front();
+  for (const Tensor *x : xs.drop_front())
+    for (size_t i = 0; i < max.data.size(); ++i)
+      max.data[i] = std::max(max.data[i], x->data[i]);
+  return max;
+}
+
 /// Runs a function on every rank of a mesh in lockstep: each op runs on all
 /// ranks before the next one starts.
 class SPMDInterpreter {
@@ -305,9 +313,11 @@ SPMDInterpreter::collective(Operation *op, ArrayRef<ValueMap> values) {
   using R = FailureOr<std::vector<Tensor>>;
   return llvm::TypeSwitch<Operation *, R>(op)
       .Case([&](dist::AllReduceOp o) {
-        return perRank(o.getAxes(), [](ArrayRef<const Tensor *> in, int64_t) {
-          return sumOf(in);
-        });
+        bool max = o.getReduction() == dist::Reduction::max;
+        return perRank(o.getAxes(),
+                       [&](ArrayRef<const Tensor *> in, int64_t) {
+                         return max ? maxOf(in) : sumOf(in);
+                       });
       })
       .Case([&](dist::AllGatherOp o) {
         int64_t dim = o.getDim();

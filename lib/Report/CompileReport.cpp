@@ -105,6 +105,12 @@ static void collectCollectives(func::FuncOp fn, const dist::Mesh &mesh,
                    {"phase", phase ? dist::stringifyPhase(phase.getValue()).str()
                                    : std::string()},
                    {"origin", str("origin")}});
+    // An all-reduce by max (a softmax's max over a split vocabulary) says
+    // so; sums are the default.
+    if (auto reduce = llvm::dyn_cast<dist::AllReduceOp>(op);
+        reduce && reduce.getReduction() != dist::Reduction::sum)
+      out.back()["reduction"] =
+          dist::stringifyReduction(reduce.getReduction()).str();
     // A group's collective (--dist-fsdp-group) lists the tensors it carries.
     if (auto tensors = op.getAttrOfType<ArrayAttr>("tensors")) {
       nlohmann::ordered_json names = nlohmann::ordered_json::array();

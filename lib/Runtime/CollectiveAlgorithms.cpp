@@ -176,7 +176,8 @@ bool contiguousIdentity(const Group &g, int64_t outer) {
 } // namespace
 
 int allReduce(void *inout, int64_t count, int32_t dtype, const int32_t *axes,
-              int32_t num_axes, const spmd_rt_transport *transport) {
+              int32_t num_axes, const spmd_rt_transport *transport,
+              bool max) {
   const char *call = "spmd_all_reduce";
   requireInit(call);
   DTypeInfo t = dtypeInfo(call, dtype);
@@ -188,9 +189,10 @@ int allReduce(void *inout, int64_t count, int32_t dtype, const int32_t *axes,
   Armed armed(call, axes, num_axes);
   if (transport) {
     checkTransport(call, transport,
-                   transport->all_reduce(inout, count, dtype, g.mask));
+                   transport->all_reduce(inout, count, dtype, g.mask, max));
     return 0;
   }
+  MPI_Op op = max ? MPI_MAX : MPI_SUM;
   // Sums are elementwise, so a buffer past MPI's int count goes in pieces.
   const int64_t piece = int64_t(1) << 30;
   for (int64_t done = 0; done < count; done += piece) {
@@ -199,11 +201,10 @@ int allReduce(void *inout, int64_t count, int32_t dtype, const int32_t *axes,
     runMpi(
         call, "MPI_Allreduce",
         [&] {
-          return MPI_Allreduce(MPI_IN_PLACE, at, n, t.mpi, MPI_SUM, g.comm);
+          return MPI_Allreduce(MPI_IN_PLACE, at, n, t.mpi, op, g.comm);
         },
         [&](MPI_Request *r) {
-          return MPI_Iallreduce(MPI_IN_PLACE, at, n, t.mpi, MPI_SUM, g.comm,
-                                r);
+          return MPI_Iallreduce(MPI_IN_PLACE, at, n, t.mpi, op, g.comm, r);
         });
   }
   return 0;

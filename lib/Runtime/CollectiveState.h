@@ -177,8 +177,10 @@ void stopWatchdog();
 // buffers.
 //===----------------------------------------------------------------------===//
 
+/// Sums, or with `max` takes the elementwise max.
 int allReduce(void *inout, int64_t count, int32_t dtype, const int32_t *axes,
-              int32_t numAxes, const spmd_rt_transport *transport);
+              int32_t numAxes, const spmd_rt_transport *transport,
+              bool max = false);
 int allGather(const void *in, void *out, int32_t rank,
               const int64_t *localShape, int32_t dim, int32_t dtype,
               const int32_t *axes, int32_t numAxes,

@@ -196,12 +196,14 @@ void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
   // is installed.
   const spmd_rt_transport *transport = state().transport;
   switch (kind) {
-  case SPMD_COLLECTIVE_ALL_REDUCE: {
+  case SPMD_COLLECTIVE_ALL_REDUCE:
+  case SPMD_COLLECTIVE_ALL_REDUCE_MAX: {
     int64_t count = 1;
     for (int64_t size : in.shape)
       count *= size;
     std::memcpy(out.data, in.data, count * elementBytes);
-    allReduce(out.data, count, dtype, axes.data(), numAxes, transport);
+    allReduce(out.data, count, dtype, axes.data(), numAxes, transport,
+              kind == SPMD_COLLECTIVE_ALL_REDUCE_MAX);
     return;
   }
   case SPMD_COLLECTIVE_ALL_GATHER:

@@ -84,9 +84,10 @@ void *alloc(size_t bytes) { return _mlir_memref_to_llvm_alloc(bytes); }
 void release(void *buffer) { _mlir_memref_to_llvm_free(buffer); }
 
 const char *allReduce(void *inout, int64_t count, int32_t dtype,
-                      uint32_t mask) {
+                      uint32_t mask, int32_t max) {
   return run("ncclAllReduce", [&] {
-    return ncclAllReduce(inout, inout, count, ncclType(dtype), ncclSum,
+    return ncclAllReduce(inout, inout, count, ncclType(dtype),
+                         max ? ncclMax : ncclSum,
                          communicator(mask), stream());
   });
 }

@@ -5,10 +5,11 @@
 Each EXPR is a Python expression that must hold, over these names:
   psi                 param_bytes_total (logical parameter bytes)
   nranks              the report's rank count
-  total(kind, phase=None, origin=None)
+  total(kind, phase=None, origin=None, reduction=None)
                       summed payload_bytes of matching collectives; origin
                       "param" matches any parameter name, "activation" and
-                      "loss" match themselves
+                      "loss" match themselves; reduction "max" matches
+                      all-reduces by max, "sum" the others
   number(kind, phase=None, origin=None)
                       how many collectives match
   payloads(kind, phase=None, origin=None)
@@ -24,8 +25,10 @@ report = json.load(open(sys.argv[1]))
 collectives = report["collectives"]
 
 
-def matches(c, kind, phase, origin):
+def matches(c, kind, phase, origin, reduction):
     if kind is not None and c["kind"] != kind:
+        return False
+    if reduction is not None and c.get("reduction", "sum") != reduction:
         return False
     if phase is not None and c["phase"] != phase:
         return False
@@ -36,8 +39,8 @@ def matches(c, kind, phase, origin):
     return c["origin"] == origin
 
 
-def select(kind=None, phase=None, origin=None):
-    return [c for c in collectives if matches(c, kind, phase, origin)]
+def select(kind=None, phase=None, origin=None, reduction=None):
+    return [c for c in collectives if matches(c, kind, phase, origin, reduction)]
 
 
 def rank(field):

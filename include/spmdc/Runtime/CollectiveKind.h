@@ -21,7 +21,9 @@ enum spmd_collective_kind {
   /// `dim2`.
   SPMD_COLLECTIVE_ALL_TO_ALL = 3,
   /// No communication: this member's chunk of in along `dim`.
-  SPMD_COLLECTIVE_LOCAL_SLICE = 4
+  SPMD_COLLECTIVE_LOCAL_SLICE = 4,
+  /// out = the elementwise max of the group members' in.
+  SPMD_COLLECTIVE_ALL_REDUCE_MAX = 5
 };
 
 #endif /* SPMDC_RUNTIME_COLLECTIVEKIND_H */

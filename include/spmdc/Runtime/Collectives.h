@@ -94,8 +94,9 @@ typedef struct spmd_rt_transport {
   /// Scratch buffers the transport can send from and receive into.
   void *(*alloc)(size_t bytes);
   void (*release)(void *buffer);
+  /// Sums, or with `max` non-zero takes the elementwise max.
   const char *(*all_reduce)(void *inout, int64_t count, int32_t dtype,
-                            uint32_t mask);
+                            uint32_t mask, int32_t max);
   /// `count` elements per member.
   const char *(*all_gather)(const void *in, void *out, int64_t count,
                             int32_t dtype, uint32_t mask);

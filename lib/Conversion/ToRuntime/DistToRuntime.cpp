@@ -32,8 +32,10 @@ struct Collective {
 };
 
 std::optional<Collective> describe(Operation *op) {
-  if (isa<dist::AllReduceOp>(op))
-    return Collective{SPMD_COLLECTIVE_ALL_REDUCE};
+  if (auto reduce = dyn_cast<dist::AllReduceOp>(op))
+    return Collective{reduce.getReduction() == dist::Reduction::max
+                          ? SPMD_COLLECTIVE_ALL_REDUCE_MAX
+                          : SPMD_COLLECTIVE_ALL_REDUCE};
   if (auto gather = dyn_cast<dist::AllGatherOp>(op))
     return Collective{SPMD_COLLECTIVE_ALL_GATHER,
                       static_cast<int64_t>(gather.getDim())};

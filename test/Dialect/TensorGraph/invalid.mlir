@@ -256,8 +256,13 @@ func.func private @rule_sizes() attributes {tg.sharding_rule = #tg.sharding_rule
 
 // -----
 
-// expected-error@+1 {{unknown clause 'blocked' (expected reduction, need_replication, partial or linear)}}
+// expected-error@+1 {{unknown clause 'blocked' (expected reduction, need_replication, partial, linear, combine or indexed)}}
 func.func private @rule_clause() attributes {tg.sharding_rule = #tg.sharding_rule<([i])->([i]) {i=2} blocked={i}>}
+
+// -----
+
+// expected-error@+1 {{expected factor=operand for a factor and an operand of the rule}}
+func.func private @rule_indexed() attributes {tg.sharding_rule = #tg.sharding_rule<([i], [j])->([j]) {i=4, j=2} indexed={i=2}>}
 
 // -----
 

@@ -55,10 +55,13 @@ std::string parameterOf(StringRef stateName) {
 /// [out, in], or x @ W with W [in, out] as HuggingFace's Conv1D keeps it)
 /// whose input comes from no column-parallel output is column-parallel (W
 /// split on its output features, with its bias); one whose input does is
-/// row-parallel (W split on its input features). A column
-/// layer no row layer follows (an LM head) stays whole. Maps parameter
-/// names to the dim to split.
-llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main) {
+/// row-parallel (W split on its input features). With `splitVocabulary`
+/// the vocabulary is split too, as Megatron-LM splits GPT's: an embedding
+/// table by its rows, and a column layer no row layer follows (an LM head)
+/// on its output features, so that its logits stay split through the loss;
+/// without, those stay whole. Maps parameter names to the dim to split.
+llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main,
+                                                  bool splitVocabulary) {
   // The linear layers sit where the loss is computed: @forward when the
   // step is partitioned.
   func::FuncOp fn = main;
@@ -116,7 +119,7 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main) {
   // Values computed from a column layer's output, up to the next linear
   // layer.
   llvm::DenseSet<Value> split;
-  llvm::DenseSet<Operation *> rowMatmuls, linearMatmuls;
+  llvm::DenseSet<Operation *> linearMatmuls;
   for (const Linear &linear : linears)
     linearMatmuls.insert(linear.matmul);
   SmallVector<int> kind(linears.size(), 0); // 1 column, 2 row
@@ -135,24 +138,32 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main) {
   for (auto [i, linear] : llvm::enumerate(linears)) {
     if (split.contains(linear.matmul.getLhs())) {
       kind[i] = 2;
-      rowMatmuls.insert(linear.matmul);
     } else {
       kind[i] = 1;
       reaches(linear.output);
     }
   }
   llvm::StringMap<int64_t> layout;
+  if (splitVocabulary)
+    for (Operation &op : fn.getBody().front())
+      if (auto embedding = dyn_cast<tg::EmbeddingOp>(op))
+        if (std::string table = paramName(embedding.getWeight());
+            !table.empty())
+          layout[table] = 0;
   for (auto [i, linear] : llvm::enumerate(linears)) {
     if (kind[i] == 2) {
       layout[linear.weight] = linear.inDim;
       continue;
     }
-    // A column layer must feed a row layer: its output reaches one.
+    // A column layer split on its output features: one that feeds a row
+    // layer, or a head when the vocabulary is split.
     split.clear();
     reaches(linear.output);
-    if (llvm::none_of(rowMatmuls, [&](Operation *row) {
-          return split.contains(cast<tg::MatmulOp>(row).getLhs());
-        }))
+    bool feedsRow = llvm::any_of(llvm::enumerate(linears), [&](auto other) {
+      return kind[other.index()] == 2 &&
+             split.contains(other.value().matmul.getLhs());
+    });
+    if (!feedsRow && !splitVocabulary)
       continue;
     layout[linear.weight] = linear.outDim;
     if (!linear.bias.empty())
@@ -327,7 +338,13 @@ placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
   if (llvm::any_of(spec.presets, [](const auto &p) {
         return p.second == Preset::Megatron || p.second == Preset::Sequence;
       }))
-    placer.tensorParallel = findTensorParallelLayout(main);
+    // Sequence parallelism splits the data by sequence, so that the loss
+    // over whole-vocabulary logits split by sequence needs no collective:
+    // it keeps the vocabulary whole.
+    placer.tensorParallel = findTensorParallelLayout(
+        main, llvm::any_of(spec.presets, [](const auto &p) {
+          return p.second == Preset::Megatron;
+        }));
   std::vector<tg::GraphValueInfo> infos = tg::getArgumentInfos(main);
 
   // Every exact name in the spec must be a tensor of the graph.

@@ -25,6 +25,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 
+#include <cmath>
+#include <limits>
 #include <map>
 
 namespace spmdc::dist {
@@ -86,9 +88,15 @@ private:
   SmallVector<int64_t> paddedFactors(Operation *op, const ShardingRule &rule,
                                      const FactorAxes &assigned);
   /// `value` (local, dim `dim` split over `axes` and padded to `padded`)
-  /// with the positions past the logical `size` set to zero.
+  /// with the positions past the logical `size` set to `fill` (the
+  /// identity of the reduction to come: 0, or -inf for a max).
   Value maskPadding(OpBuilder &b, Value value, int64_t dim, int64_t size,
-                    ArrayRef<int> axes, int64_t padded);
+                    ArrayRef<int> axes, int64_t padded, double fill);
+  /// `index` (local) made to address this rank's block of a factor split
+  /// over `axes` (padded to `padded`): indices in the block, shifted to its
+  /// start, and 0 elsewhere; `inBlock` says which were in it.
+  Value localIndices(OpBuilder &b, Value index, ArrayRef<int> axes,
+                     int64_t padded, Value &inBlock);
   Phase phaseOf(Operation *op);
   std::string originOf(Value logical);
   bool acceptsPartial(Operation *user, unsigned operandNumber);
@@ -254,7 +262,9 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
   }
 
   // 1. Partial sums: reduce-scatter onto a dim the target shards over the
-  // axis (when that dim is free to take it), all-reduce otherwise.
+  // axis (when that dim is free to take it), all-reduce otherwise (one
+  // all-reduce over all such axes).
+  Axes allReduced;
   for (int axis : SmallVector<int>(current.partial)) {
     std::optional<int64_t> scatterDim;
     for (auto [d, axes] : llvm::enumerate(target.dims))
@@ -270,10 +280,12 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
       value = collective<ReduceScatterOp>(b, v, phase, localType(current),
                                           value, {axis}, *scatterDim);
     } else {
-      value = collective<AllReduceOp>(b, v, phase, localType(current), value,
-                                      {axis});
+      allReduced.push_back(axis);
     }
   }
+  if (!allReduced.empty())
+    value = collective<AllReduceOp>(b, v, phase, localType(current), value,
+                                    allReduced);
 
   // 2. A dim that moves whole from one dim to another: all-to-all.
   for (size_t from = 0; from < current.dims.size(); ++from) {
@@ -351,6 +363,20 @@ bool FunctionSharder::acceptsPartial(Operation *user, unsigned operandNumber) {
   return false;
 }
 
+/// True if reducing `partial` after `user` would move more bytes than
+/// reducing it now: the user broadcasts it. An op that takes all its
+/// operands partial (an add) reduces them together, once.
+static bool growsPartialSum(Operation *user, Value partial) {
+  auto ruleOp = dyn_cast<tg::ShardingRuleOpInterface>(user);
+  int64_t before = bytesOf(partial);
+  if (ruleOp && ruleOp.getShardingRule().partial == ShardingRule::Partial::All) {
+    before = 0;
+    for (Value operand : user->getOperands())
+      before += bytesOf(operand);
+  }
+  return bytesOf(user->getResult(0)) > before;
+}
+
 void FunctionSharder::defineLocal(Value logical, Value value,
                                   TensorSharding sharding, OpBuilder &b) {
   local[logical] = value;
@@ -359,10 +385,11 @@ void FunctionSharder::defineLocal(Value logical, Value value,
   // otherwise reduce it now, once, to the sharding propagation planned.
   if (sharding.partial.empty())
     return;
-  bool keep = logical.hasOneUse() &&
-              acceptsPartial(*logical.getUsers().begin(),
-                             logical.getUses().begin()->getOperandNumber()) &&
-              !isa<func::ReturnOp, func::CallOp>(*logical.getUsers().begin());
+  Operation *user = logical.hasOneUse() ? *logical.getUsers().begin() : nullptr;
+  bool keep = user &&
+              acceptsPartial(user, logical.getUses().begin()->getOperandNumber()) &&
+              !isa<func::ReturnOp, func::CallOp>(user) &&
+              !growsPartialSum(user, logical);
   if (keep)
     return;
   Operation *def = logical.getDefiningOp();
@@ -405,14 +432,14 @@ SmallVector<int64_t> FunctionSharder::paddedFactors(Operation *op,
 
 Value FunctionSharder::maskPadding(OpBuilder &b, Value value, int64_t dim,
                                    int64_t size, ArrayRef<int> axes,
-                                   int64_t padded) {
+                                   int64_t padded, double fill) {
   auto key = std::make_pair(value.getAsOpaquePointer(), dim);
   if (Value masked = masks.lookup(key))
     return masked;
   // The positions of this rank's chunk of the padded dim, shaped to
   // broadcast along `dim`; those past the logical size are padding.
   Location loc = value.getLoc();
-  Type i64 = b.getI64Type(), i1 = b.getI1Type();
+  Type i64 = b.getI64Type();
   int64_t chunk = padded / mesh.groupSize(axes);
   Value position = LocalSliceOp::create(
       b, loc, RankedTensorType::get({chunk}, i64),
@@ -426,9 +453,57 @@ Value FunctionSharder::maskPadding(OpBuilder &b, Value value, int64_t dim,
                                      position,
                                      tg::buildScalar(b, loc, i64, size));
   Value masked = tg::SelectOp::create(b, loc, mine, value,
-                                      tg::buildScalarLike(b, loc, value, 0.0));
+                                      tg::buildScalarLike(b, loc, value, fill));
   masks[key] = masked;
   return masked;
+}
+
+Value FunctionSharder::localIndices(OpBuilder &b, Value index,
+                                    ArrayRef<int> axes, int64_t padded,
+                                    Value &inBlock) {
+  Location loc = index.getLoc();
+  Type i64 = b.getI64Type(), element = typeOf(index).getElementType();
+  int64_t parts = mesh.groupSize(axes), block = padded / parts;
+  // This rank's place in the group, times the block: its first position.
+  Value place = LocalSliceOp::create(
+      b, loc, RankedTensorType::get({1}, i64),
+      tg::IotaOp::create(b, loc, RankedTensorType::get({parts}, i64), 0),
+      mesh.axisNames(b.getContext(), axes), 0);
+  Value start = tg::MulOp::create(
+      b, loc,
+      tg::ReshapeOp::create(b, loc, RankedTensorType::get({}, i64), place),
+      tg::buildScalar(b, loc, i64, block));
+  if (element != i64)
+    start = tg::ConvertOp::create(b, loc, RankedTensorType::get({}, element),
+                                  start);
+  Value shifted = tg::SubOp::create(b, loc, index, start);
+  inBlock = tg::AndOp::create(
+      b, loc,
+      tg::CompareOp::create(b, loc, tg::ComparePredicate::ge, shifted,
+                            tg::buildScalar(b, loc, element, 0)),
+      tg::CompareOp::create(b, loc, tg::ComparePredicate::lt, shifted,
+                            tg::buildScalar(b, loc, element, block)));
+  return tg::SelectOp::create(b, loc, inBlock, shifted,
+                              tg::buildScalar(b, loc, element, 0));
+}
+
+/// `value` where `mask` holds and zero elsewhere; `mask` has the shape of
+/// `value`'s leading dims (an index's shape, `value` an embedding's rows).
+static Value zeroWhereNot(OpBuilder &b, Value mask, Value value) {
+  Location loc = value.getLoc();
+  SmallVector<int64_t> shape(typeOf(mask).getShape());
+  shape.resize(typeOf(value).getRank(), 1);
+  mask = tg::reshapeTo(b, loc, mask,
+                       RankedTensorType::get(shape, b.getI1Type()));
+  return tg::SelectOp::create(b, loc, mask, value,
+                              tg::buildScalarLike(b, loc, value, 0.0));
+}
+
+/// The identity of a max over `element`: -inf, or an integer's lowest.
+static double lowestOf(Type element) {
+  if (isa<FloatType>(element))
+    return -std::numeric_limits<double>::infinity();
+  return -std::ldexp(1.0, element.getIntOrFloatBitWidth() - 1);
 }
 
 LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
@@ -497,20 +572,49 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
                                reduces && def ? phaseOf(def) : phase));
     if (keepPartial && resultPartial.empty())
       resultPartial = actual[operand].partial;
-    // The op sums over a contracted factor: its padding must add nothing.
+    // The op reduces over a contracted factor: its padding must add
+    // nothing (an indexed factor's padding is never addressed).
+    bool max = rule.combine == ShardingRule::Combine::Max;
     for (auto [d, factors] : llvm::enumerate(rule.operands[i]))
       if (!factors.empty() && rule.isContraction(factors.front()) &&
-          target.paddedSize(d))
-        operands.back() =
-            maskPadding(b, operands.back(), d, typeOf(operand).getDimSize(d),
-                        target.dims[d], target.paddedSize(d));
+          rule.indexOperandOf(factors.front()) < 0 && target.paddedSize(d))
+        operands.back() = maskPadding(
+            b, operands.back(), d, typeOf(operand).getDimSize(d),
+            target.dims[d], target.paddedSize(d),
+            max ? lowestOf(typeOf(operand).getElementType()) : 0.0);
+  }
+  // A split indexed factor: each rank serves the indices in its block. A
+  // gather's other ranks' picks become zeros (the result sums over the
+  // axes, as a contraction's); a scatter drops the sources it does not
+  // hold.
+  Value pickedHere;
+  for (auto [f, indexOperand] : rule.indexed) {
+    if (assigned[f].empty())
+      continue;
+    Value inBlock;
+    operands[indexOperand] = localIndices(
+        b, operands[indexOperand], assigned[f],
+        padded[f] ? padded[f] : rule.factorSizes[f], inBlock);
+    if (rule.isContraction(f)) {
+      pickedHere = pickedHere ? tg::AndOp::create(b, op->getLoc(), pickedHere,
+                                                  inBlock)
+                              : inBlock;
+      continue;
+    }
+    for (auto [i, linear] : llvm::enumerate(rule.linearIn))
+      if (linear)
+        operands[i] = zeroWhereNot(b, inBlock, operands[i]);
   }
   TensorSharding resultSharding =
       shardingFromFactors(rule.result(), assigned, rule, padded);
   resultSharding.partial = resultPartial;
+  // A max's shards combine at once; a sum's stay a partial sum.
+  Axes maxAxes;
   for (auto [f, axes] : llvm::enumerate(assigned))
     if (!axes.empty() && rule.isContraction(f))
-      resultSharding.partial.append(axes.begin(), axes.end());
+      (rule.combine == ShardingRule::Combine::Max ? maxAxes
+                                                  : resultSharding.partial)
+          .append(axes.begin(), axes.end());
   llvm::sort(resultSharding.partial);
 
   Value result = op->getResult(0);
@@ -545,8 +649,18 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
              << types.front() << " differs from the planned " << localType;
   }
   state.addTypes(localType);
-  Operation *created = b.create(state);
-  defineLocal(result, created->getResult(0), resultSharding, b);
+  Value value = b.create(state)->getResult(0);
+  if (pickedHere)
+    value = zeroWhereNot(b, pickedHere, value);
+  if (!maxAxes.empty()) {
+    llvm::sort(maxAxes);
+    value = AllReduceOp::create(
+        b, op->getLoc(), localType, value,
+        mesh.axisNames(b.getContext(), maxAxes),
+        PhaseAttr::get(b.getContext(), phase),
+        b.getStringAttr(originOf(result)), Reduction::max);
+  }
+  defineLocal(result, value, resultSharding, b);
   return success();
 }
 

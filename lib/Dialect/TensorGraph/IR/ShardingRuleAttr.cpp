@@ -115,6 +115,15 @@ void ShardingRule::print(llvm::raw_ostream &os) const {
         linear.push_back(i);
     printSet(os, "linear", linear, false);
   }
+  if (combine == Combine::Max)
+    os << " combine=max";
+  if (!indexed.empty()) {
+    os << " indexed={";
+    llvm::interleaveComma(indexed, os, [&](std::pair<int, int> entry) {
+      os << factorName(entry.first) << "=" << entry.second;
+    });
+    os << "}";
+  }
 }
 
 ShardingRuleAttr ShardingRule::toAttr(MLIRContext *context) const {
@@ -130,10 +139,14 @@ ShardingRuleAttr ShardingRule::toAttr(MLIRContext *context) const {
   for (auto [i, isLinear] : llvm::enumerate(linearIn))
     if (isLinear && partial == Partial::Each)
       linear.push_back(i);
+  SmallVector<int32_t> indexedPairs;
+  for (auto [factor, operand] : indexed)
+    indexedPairs.append({factor, operand});
   return ShardingRuleAttr::get(context, factorSizes,
                                ArrayAttr::get(context, operandAttrs),
                                ArrayAttr::get(context, resultAttrs),
-                               replication, partial, linear);
+                               replication, partial, linear, combine,
+                               indexedPairs);
 }
 
 ShardingRule ShardingRule::fromAttr(ShardingRuleAttr attr) {
@@ -154,6 +167,10 @@ ShardingRule ShardingRule::fromAttr(ShardingRuleAttr attr) {
     for (int32_t i : attr.getLinearIn())
       rule.linearIn[i] = true;
   }
+  rule.combine = attr.getCombine();
+  ArrayRef<int32_t> pairs = attr.getIndexed();
+  for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+    rule.indexed.push_back({pairs[i], pairs[i + 1]});
   return rule;
 }
 
@@ -297,10 +314,36 @@ Attribute ShardingRuleAttr::parse(AsmParser &parser, Type) {
         }
         rule.linearIn[i] = true;
       }
+    } else if (clause == "combine") {
+      if (parser.parseEqual() || parser.parseKeyword("max"))
+        return {};
+      rule.combine = ShardingRule::Combine::Max;
+    } else if (clause == "indexed") {
+      auto parseEntry = [&]() -> ParseResult {
+        StringRef word;
+        int64_t operand;
+        SMLoc entryLoc = parser.getCurrentLocation();
+        if (parser.parseKeyword(&word) || parser.parseEqual() ||
+            parser.parseInteger(operand))
+          return failure();
+        int f = takeFactorName(word);
+        if (f < 0 || !word.empty() || f >= numFactors || operand < 0 ||
+            operand >= static_cast<int64_t>(rule.operands.size()))
+          return parser.emitError(entryLoc, "expected factor=operand for a "
+                                            "factor and an operand of the "
+                                            "rule");
+        rule.indexed.push_back({f, static_cast<int>(operand)});
+        return success();
+      };
+      if (parser.parseEqual() ||
+          parser.parseCommaSeparatedList(AsmParser::Delimiter::Braces,
+                                         parseEntry))
+        return {};
     } else {
       parser.emitError(loc, "unknown clause '")
           << clause
-          << "' (expected reduction, need_replication, partial or linear)";
+          << "' (expected reduction, need_replication, partial, linear, "
+             "combine or indexed)";
       return {};
     }
   }

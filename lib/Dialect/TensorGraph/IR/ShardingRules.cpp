@@ -28,6 +28,13 @@ bool ShardingRule::isContraction(int factor) const {
   return true;
 }
 
+int ShardingRule::indexOperandOf(int factor) const {
+  for (auto [f, operand] : indexed)
+    if (f == factor)
+      return operand;
+  return -1;
+}
+
 namespace {
 using Dims = SmallVector<SmallVector<int>>;
 
@@ -90,13 +97,15 @@ ShardingRule reductionShardingRule(Operation *op, ArrayRef<int64_t> dims,
   Value input = op->getOperand(0);
   SmallVector<int64_t> reduced =
       normalizedDims(dims, typeOf(input).getRank());
-  // A max over a sharded dim would need a max-reduction; only sums leave a
-  // partial sum to reduce later.
+  // Sums leave a partial sum to reduce later; a max over a sharded dim is
+  // all-reduced by max at once.
   bool sum = !isa<MaxOp>(op);
+  if (!sum)
+    rule.combine = ShardingRule::Combine::Max;
   Dims in;
   for (auto [i, size] : llvm::enumerate(shapeOf(input))) {
     bool isReduced = llvm::is_contained(reduced, static_cast<int64_t>(i));
-    int f = rule.addFactor(size, isReduced && !sum);
+    int f = rule.addFactor(size);
     in.push_back({f});
     if (!isReduced)
       rule.result().push_back({f});
@@ -278,7 +287,9 @@ ShardingRule ConcatOp::getShardingRule() {
 
 ShardingRule EmbeddingOp::getShardingRule() {
   ShardingRule rule;
-  int rows = rule.addFactor(getWeight().getType().getDimSize(0), true);
+  // A table split by rows (a vocabulary-parallel embedding): each rank
+  // looks up the indices in its rows, and the rows sum.
+  int rows = rule.addFactor(getWeight().getType().getDimSize(0));
   int features = rule.addFactor(getWeight().getType().getDimSize(1));
   Dims indices;
   for (int64_t size : shapeOf(getIndices()))
@@ -286,14 +297,16 @@ ShardingRule EmbeddingOp::getShardingRule() {
   rule.result() = indices;
   rule.result().push_back({features});
   rule.operands = {{{rows}, {features}}, indices};
+  rule.indexed = {{rows, 1}};
   linearIn(rule, {0});
   return rule;
 }
 
 ShardingRule EmbeddingBackwardOp::getShardingRule() {
   // Positions are contracted: sharding them leaves a partial table.
+  // A table split by rows: each rank sums the positions of its rows.
   ShardingRule rule;
-  int rows = rule.addFactor(getType().getDimSize(0), true);
+  int rows = rule.addFactor(getType().getDimSize(0));
   int features = rule.addFactor(getType().getDimSize(1));
   Dims indices;
   for (int64_t size : shapeOf(getIndices()))
@@ -302,6 +315,7 @@ ShardingRule EmbeddingBackwardOp::getShardingRule() {
   grad.push_back({features});
   rule.operands = {grad, indices};
   rule.result() = {{rows}, {features}};
+  rule.indexed = {{rows, 1}};
   linearIn(rule, {0});
   return rule;
 }
@@ -312,9 +326,15 @@ ShardingRule GatherOp::getShardingRule() {
   Dims input, index;
   for (auto [i, size] : llvm::enumerate(shapeOf(getInput()))) {
     int64_t indexSize = getIndex().getType().getDimSize(i);
-    if (static_cast<int64_t>(i) == dim || indexSize != size) {
+    if (static_cast<int64_t>(i) == dim) {
+      // The gathered dim split (a vocabulary-split logit): each rank picks
+      // the indices in its block, and the picks sum.
+      input.push_back({rule.addFactor(size)});
+      rule.indexed.push_back({input.back().front(), 1});
+      index.push_back({rule.addFactor(indexSize)});
+    } else if (indexSize != size) {
       input.push_back({rule.addFactor(size, true)});
-      index.push_back({rule.addFactor(indexSize, static_cast<int64_t>(i) != dim)});
+      index.push_back({rule.addFactor(indexSize, true)});
     } else {
       input.push_back({rule.addFactor(size)});
       index.push_back(input.back());
@@ -333,8 +353,10 @@ ShardingRule ScatterAddOp::getShardingRule() {
   for (auto [i, size] : llvm::enumerate(getType().getShape())) {
     int64_t sourceSize = getSource().getType().getDimSize(i);
     if (static_cast<int64_t>(i) == dim) {
-      // The scattered dim: source positions are contracted into the result.
-      result.push_back({rule.addFactor(size, true)});
+      // The scattered dim: source positions are contracted into the result;
+      // a rank holding a block of it adds the sources indexed into it.
+      result.push_back({rule.addFactor(size)});
+      rule.indexed.push_back({result.back().front(), 0});
       source.push_back({rule.addFactor(sourceSize)});
     } else if (sourceSize != size) {
       result.push_back({rule.addFactor(size, true)});

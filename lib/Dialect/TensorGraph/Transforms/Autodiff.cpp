@@ -93,7 +93,8 @@ struct TgAutodiffPass : spmdc::tg::impl::TgAutodiffBase<TgAutodiffPass> {
         continue;
       auto vjp = llvm::dyn_cast<VJPOpInterface>(op);
       // Boolean results and factories: constants to the derivative.
-      if (!vjp && op->hasTrait<spmdc::tg::OpTrait::NoDerivative>())
+      if ((!vjp && op->hasTrait<spmdc::tg::OpTrait::NoDerivative>()) ||
+          op->hasAttr(kConstantToDerivativeAttr))
         continue;
       if (!vjp)
         return op->emitError("has no derivative rule")

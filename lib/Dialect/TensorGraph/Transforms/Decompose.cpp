@@ -72,7 +72,12 @@ struct DecomposeLinear : Decomposition<LinearOp> {
 /// exp(x - max) and its sum along `dim`, shared by softmax and log_softmax.
 static std::pair<Value, Value> shiftedExp(Math &m, Value x, int64_t dim,
                                           Value &shifted) {
-  shifted = m.sub(x, m.max(x, {dim}, /*keepdim=*/true));
+  // The shift cancels out of the result, so its gradient is zero: autodiff
+  // skips the max (and a split vocabulary needs no collective for it).
+  Value max = m.max(x, {dim}, /*keepdim=*/true);
+  max.getDefiningOp()->setAttr(kConstantToDerivativeAttr,
+                               UnitAttr::get(m.b.getContext()));
+  shifted = m.sub(x, max);
   Value e = ExpOp::create(m.b, m.loc, shifted);
   return {e, m.sum(e, {dim}, /*keepdim=*/true)};
 }

@@ -88,7 +88,7 @@ func.func @binary(%a: tensor<2x3xbf16>, %b: tensor<3xbf16>, %p: tensor<2x1xi1>, 
 func.func @reductions_and_shapes(%x: tensor<2x3x4xf16>, %i: tensor<2x3xi32>) {
   // CHECK: tg.sum {{.*}}#tg.sharding_rule<([i, j, k])->([i, k]) {i=2, j=3, k=4} reduction={j} linear={0}>
   %0 = tg.sum %x dims [1] : tensor<2x3x4xf16>
-  // CHECK: tg.max {{.*}}#tg.sharding_rule<([i, j, k])->([i, j, 1]) {i=2, j=3, k=4} reduction={k} need_replication={k}>
+  // CHECK: tg.max {{.*}}#tg.sharding_rule<([i, j, k])->([i, j, 1]) {i=2, j=3, k=4} reduction={k} combine=max>
   %1 = tg.max %x dims [-1] keepdim : tensor<2x3x4xf16>
   // CHECK: tg.mean {{.*}}#tg.sharding_rule<([i, j, k])->([j]) {i=2, j=3, k=4} reduction={i, k} linear={0}>
   %2 = tg.mean %x dims [0, 2] : tensor<2x3x4xf16>
@@ -108,13 +108,13 @@ func.func @reductions_and_shapes(%x: tensor<2x3x4xf16>, %i: tensor<2x3xi32>) {
   %8 = tg.concat %x, %7 dim -1 : tensor<2x3x4xf16>, tensor<2x3x2xf16>
   // CHECK: tg.iota {{.*}}#tg.sharding_rule<()->([i, j, k]) {i=2, j=3, k=1} need_replication={i, j, k}>
   %idx = tg.iota dim 0 : tensor<2x3x1xi64>
-  // CHECK: tg.gather {{.*}}#tg.sharding_rule<([i, j, k], [i, j, l])->([i, j, l]) {i=2, j=3, k=4, l=1} reduction={k} need_replication={k} linear={0}>
+  // CHECK: tg.gather {{.*}}#tg.sharding_rule<([i, j, k], [i, j, l])->([i, j, l]) {i=2, j=3, k=4, l=1} reduction={k} linear={0} indexed={k=1}>
   %9 = tg.gather %x, %idx dim 2 : tensor<2x3x4xf16>, tensor<2x3x1xi64>
-  // CHECK: tg.scatter_add {{.*}}#tg.sharding_rule<([i, j, l], [i, j, l])->([i, j, k]) {i=2, j=3, k=4, l=1} reduction={l} need_replication={k} linear={1}>
+  // CHECK: tg.scatter_add {{.*}}#tg.sharding_rule<([i, j, l], [i, j, l])->([i, j, k]) {i=2, j=3, k=4, l=1} reduction={l} linear={1} indexed={k=0}>
   %10 = tg.scatter_add %idx, %9 dim 2 : tensor<2x3x1xi64>, tensor<2x3x1xf16> to tensor<2x3x4xf16>
-  // CHECK: tg.embedding {{.*}}#tg.sharding_rule<([i, j], [k, l])->([k, l, j]) {i=4, j=5, k=2, l=3} reduction={i} need_replication={i} linear={0}>
+  // CHECK: tg.embedding {{.*}}#tg.sharding_rule<([i, j], [k, l])->([k, l, j]) {i=4, j=5, k=2, l=3} reduction={i} linear={0} indexed={i=1}>
   %11 = tg.embedding %w, %i : tensor<4x5xf16>, tensor<2x3xi32>
-  // CHECK: tg.embedding_backward {{.*}}#tg.sharding_rule<([k, l, j], [k, l])->([i, j]) {i=4, j=5, k=2, l=3} reduction={k, l} need_replication={i} linear={0}>
+  // CHECK: tg.embedding_backward {{.*}}#tg.sharding_rule<([k, l, j], [k, l])->([i, j]) {i=4, j=5, k=2, l=3} reduction={k, l} linear={0} indexed={i=1}>
   %12 = tg.embedding_backward %11, %i : tensor<2x3x5xf16>, tensor<2x3xi32> to tensor<4x5xf16>
   // CHECK: tg.constant {{.*}}#tg.sharding_rule<()->([i]) {i=2} need_replication={i}>
   %13 = tg.constant dense<[true, false]> : tensor<2xi1>

@@ -79,6 +79,11 @@ def Dist_PhaseAttr : EnumAttr<Dist_Dialect, Dist_Phase, "phase"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Dist_Reduction : I32EnumAttr<"Reduction", "how an all-reduce combines the members' values", [
+  I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>]> {
+  let cppNamespace = "::spmdc::dist";
+}
+
 class Dist_Op<string mnemonic, list<Trait> traits = []>
     : Op<Dist_Dialect, mnemonic, traits>;
 
@@ -94,18 +99,22 @@ class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
 
 def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
     [AllTypesMatch<["input", "result"]>]> {
-  let summary = "sum over the group; every member gets the sum";
+  let summary = "sum (or max) over the group; every member gets it";
   let description = [{
+    Sums the members' tensors elementwise, or with `by max` takes their
+    elementwise max (the max of a softmax over a split vocabulary).
     `phase` (forward, backward, optimizer) and `origin` (the tensor it
     serves) are for the compile report.
 
     ```mlir
     %s = dist.all_reduce %g axes ["dp"] : tensor<32x50xf32>
+    %m = dist.all_reduce %x axes ["tp"] by max : tensor<4x128x1xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
-                   OptionalAttr<Dist_PhaseAttr>:$phase, OptionalAttr<StrAttr>:$origin);
-  let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
+                   OptionalAttr<Dist_PhaseAttr>:$phase, OptionalAttr<StrAttr>:$origin,
+                   DefaultValuedAttr<Dist_Reduction, "::spmdc::dist::Reduction::sum">:$reduction);
+  let assemblyFormat = "$input `axes` $axes (`by` $reduction^)? attr-dict `:` type($input)";
 }
 
 def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {

@@ -42,6 +42,13 @@ struct ShardingRule {
   enum class Partial { None, Each, All } partial = Partial::None;
   /// With Partial::Each: the operands the result is linear in.
   llvm::SmallVector<bool> linearIn;
+  /// How the shards of a contraction combine: Sum leaves a partial sum to
+  /// reduce later; Max (a max-reduction) is all-reduced by max at once.
+  enum class Combine { Sum, Max } combine = Combine::Sum;
+  /// Factors whose positions the values of an index operand address (a
+  /// gather's table rows, a scatter's target dim), with that operand.
+  /// Sharding one makes each rank serve the indices of its own block.
+  llvm::SmallVector<std::pair<int, int>> indexed;
 
   /// The dims of the (first) result.
   llvm::SmallVector<llvm::SmallVector<int>> &result() { return results[0]; }
@@ -52,6 +59,8 @@ struct ShardingRule {
   int addFactor(int64_t size, bool replicatedOnly = false);
   /// True if `factor` is a contraction (in no result).
   bool isContraction(int factor) const;
+  /// The index operand addressing `factor`, or -1.
+  int indexOperandOf(int factor) const;
 
   /// As a printable, parsable #tg.sharding_rule, and back.
   ShardingRuleAttr toAttr(mlir::MLIRContext *context) const;
@@ -145,6 +154,10 @@ inline constexpr llvm::StringLiteral kModelAttr = "tg.model";
 /// Op attribute (unit): the op belongs to the optimizer update, which runs
 /// after the backward.
 inline constexpr llvm::StringLiteral kUpdateAttr = "tg.update";
+/// Op attribute (unit): autodiff treats the op's result as a constant,
+/// because the loss does not depend on it (a softmax's stabilizing max).
+inline constexpr llvm::StringLiteral kConstantToDerivativeAttr =
+    "tg.constant_to_derivative";
 /// Op attribute: the op computes the gradient of the named parameter.
 inline constexpr llvm::StringLiteral kGradOfAttr = "tg.grad_of";
 /// The name of a graph's entry function.

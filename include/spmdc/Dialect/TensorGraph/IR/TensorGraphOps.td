@@ -92,6 +92,10 @@ def TG_ShardingRuleAttr : AttrDef<TensorGraph_Dialect, "ShardingRule"> {
     stay whole (`need_replication`), and how partial sums pass through the
     op: `partial=all` (every operand partial alike, as in add) or
     `linear={...}` (the operands the result is linear in, one at a time).
+    `combine=max` says a sharded reduction factor is combined by an
+    all-reduce of the max, not left as a partial sum; `indexed={j=1}` says
+    the values of operand 1 address the positions of factor j (a gather's
+    table), so that a rank holding a block of j serves the indices in it.
 
     ```mlir
     #tg.sharding_rule<([i, k], [k, j])->([i, j]) {i=8, j=2, k=4} reduction={k} linear={0, 1}>
@@ -103,7 +107,9 @@ def TG_ShardingRuleAttr : AttrDef<TensorGraph_Dialect, "ShardingRule"> {
     "::mlir::ArrayAttr":$results,
     ArrayRefParameter<"int32_t">:$needReplication,
     "::spmdc::tg::ShardingRule::Partial":$partial,
-    ArrayRefParameter<"int32_t">:$linearIn);
+    ArrayRefParameter<"int32_t">:$linearIn,
+    "::spmdc::tg::ShardingRule::Combine":$combine,
+    ArrayRefParameter<"int32_t">:$indexed);
   let hasCustomAssemblyFormat = 1;
 }
 
