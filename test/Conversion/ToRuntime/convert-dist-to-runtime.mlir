@@ -22,15 +22,19 @@
 // CHECK: call @spmd_collective_f32(%[[A2A]],
 // CHECK: memref.alloc() : memref<i64>
 // CHECK: call @spmd_collective_i64(
+// An all-reduce by max is kind 5.
+// CHECK: %[[MAX:.*]] = arith.constant 5 : i32
+// CHECK: call @spmd_collective_f32(%[[MAX]],
 // CHECK: func.func private @spmd_collective_f32(i32, i64, i64, i64, memref<*xf32>, memref<*xf32>)
 // CHECK: func.func private @spmd_collective_i64(i32, i64, i64, i64, memref<*xi64>, memref<*xi64>)
 module attributes {dist.mesh = {axes = ["dp", "tp"], shape = array<i64: 2, 2>}} {
-  func.func @collectives(%a: tensor<4x8xf32>, %n: tensor<i64>) -> (tensor<4x8xf32>, tensor<16x8xf32>, tensor<8x4xf32>, tensor<i64>) {
+  func.func @collectives(%a: tensor<4x8xf32>, %n: tensor<i64>) -> (tensor<4x8xf32>, tensor<16x8xf32>, tensor<8x4xf32>, tensor<i64>, tensor<4x8xf32>) {
     %s = dist.all_reduce %a axes ["tp"] : tensor<4x8xf32>
     %g = dist.all_gather %s axes ["tp", "dp"] dim 0 : tensor<4x8xf32> -> tensor<16x8xf32>
     %t = dist.all_to_all %a axes ["tp"] split_dim 1 concat_dim 0 : tensor<4x8xf32> -> tensor<8x4xf32>
     %m = dist.all_reduce %n axes ["dp"] : tensor<i64>
-    return %s, %g, %t, %m : tensor<4x8xf32>, tensor<16x8xf32>, tensor<8x4xf32>, tensor<i64>
+    %x = dist.all_reduce %a axes ["tp"] by max : tensor<4x8xf32>
+    return %s, %g, %t, %m, %x : tensor<4x8xf32>, tensor<16x8xf32>, tensor<8x4xf32>, tensor<i64>, tensor<4x8xf32>
   }
 }
 

@@ -7,6 +7,8 @@ module attributes {dist.mesh = {axes = ["dp", "tp"], shape = array<i64: 2, 2>}} 
   func.func @collectives(%x: tensor<4x8xf32>) {
     // CHECK: dist.all_reduce %{{.*}} axes ["dp"] {origin = "w", phase = #dist.phase<backward>} : tensor<4x8xf32>
     %0 = dist.all_reduce %x axes ["dp"] {origin = "w", phase = #dist.phase<backward>} : tensor<4x8xf32>
+    // CHECK: dist.all_reduce %{{.*}} axes ["dp"] by max : tensor<4x8xf32>
+    %max = dist.all_reduce %x axes ["dp"] by max : tensor<4x8xf32>
     // CHECK: dist.all_gather %{{.*}} axes ["dp", "tp"] dim 0 : tensor<4x8xf32> -> tensor<16x8xf32>
     %1 = dist.all_gather %x axes ["dp", "tp"] dim 0 : tensor<4x8xf32> -> tensor<16x8xf32>
     // CHECK: dist.reduce_scatter %{{.*}} axes ["tp"] dim 1 : tensor<4x8xf32> -> tensor<4x4xf32>

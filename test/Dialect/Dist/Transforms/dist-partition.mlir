@@ -4,9 +4,41 @@
 // RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=adamw" --dist-apply-spec=spec=%t/zero1.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=ZERO
 // RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-apply-spec=spec=%t/uneven.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=UNEVEN
 // RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-apply-spec=spec=%t/zero3-4.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=PADZ3
+// RUN: spmdc-opt %t/vocab.mlir --tg-decompose --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.1" --dist-apply-spec=spec=%t/megatron.json --dist-propagate --dist-partition | FileCheck %s --check-prefix=VOCAB
 // RUN: spmdc-opt %t/planned.mlir --dist-partition | FileCheck %s --check-prefix=PLAN
 // RUN: not spmdc-opt %t/unplanned.mlir --dist-partition 2>&1 | FileCheck %s --check-prefix=UNPLANNED
 // RUN: not spmdc-opt %t/step.mlir --dist-partition 2>&1 | FileCheck %s --check-prefix=NOSPEC
+
+// Vocabulary parallel (Megatron-LM's): the table [5, 4] split by rows over
+// tp (padded to 6, 3 rows each), each rank looks up the tokens in its rows
+// (shifted by its first row, the others zeros) and one all-reduce sums the
+// lookups. The tied head's logits stay split by vocabulary through the
+// loss: an all-reduce by max of the max (its padding masked with -inf),
+// one of the sum of exponentials, and the picked target log-probabilities
+// (picked where they are, zeros elsewhere) stay a partial sum until the
+// loss. Logits are never gathered.
+// VOCAB-LABEL: func.func @main
+// VOCAB-SAME: tensor<3x4xf32> {dist.sharding = #dist.sharding<{{\[\["tp"\], \[\]\]}} logical[5, 4]>, tg.name = "wte"
+// VOCAB-NOT: dist.all_gather
+// VOCAB: %[[PLACE:.*]] = dist.local_slice %{{.*}} axes ["tp"] dim 0 : tensor<2xi64> -> tensor<1xi64>
+// VOCAB: %[[SHIFTED:.*]] = tg.sub %arg0, %{{.*}} : tensor<2x3xi64>, tensor<i64>
+// VOCAB: %[[MINE:.*]] = tg.and
+// VOCAB: %[[LOCAL:.*]] = tg.select %[[MINE]], %[[SHIFTED]]
+// VOCAB: %[[ROWS:.*]] = tg.embedding %arg2, %[[LOCAL]] : tensor<3x4xf32>, tensor<2x3xi64>
+// VOCAB: tg.select %{{.*}}, %[[ROWS]]
+// VOCAB: dist.all_reduce %{{.*}} axes ["tp"] {origin = "activation", phase = #dist.phase<forward>} : tensor<2x3x4xf32>
+// VOCAB: %[[LOGITS:.*]] = tg.matmul %{{.*}}, %{{.*}} : tensor<2x3x4xf32>, tensor<4x3xf32>
+// VOCAB: %[[NEGINF:.*]] = tg.full 0xFFF0000000000000 : tensor<f32>
+// VOCAB: tg.select %{{.*}}, %[[LOGITS]], %[[NEGINF]]
+// VOCAB: tg.max
+// VOCAB: dist.all_reduce %{{.*}} axes ["tp"] by max {{.*}} : tensor<2x3x1xf32>
+// VOCAB: tg.sum %{{.*}} dims [2] keepdim : tensor<2x3x3xf32>
+// VOCAB: dist.all_reduce %{{.*}} axes ["tp"] {{.*}} : tensor<2x3x1xf32>
+// VOCAB: tg.gather %{{.*}}, %{{.*}} dim 2 : tensor<2x3x3xf32>, tensor<2x3x1xi64>
+// VOCAB: dist.all_reduce %{{.*}} axes ["tp"] {origin = "loss", phase = #dist.phase<forward>} : tensor<f32>
+// The gradient of the pick scatters into the rank's block alone.
+// VOCAB: tg.scatter_add %{{.*}}, %{{.*}} dim 2 : tensor<2x3x1xi64>, tensor<2x3x1xf32> to tensor<2x3x3xf32>
+// VOCAB-NOT: dist.all_gather
 
 // Data parallel: local batch 4 of 8, the loss and each gradient all-reduced
 // once, in their phase, named after what they serve.
@@ -113,6 +145,18 @@ module attributes {dist.planned_mesh = {axes = ["dp"], shape = array<i64: 2>}} {
     %y = tg.matmul %x, %w : tensor<8x4xf32>, tensor<4x2xf32>
     return %y : tensor<8x2xf32>
   }
+}
+//--- vocab.mlir
+func.func @main(%tokens: tensor<2x3xi64> {tg.name = "tokens", tg.role = #tg.role<data>},
+                %targets: tensor<2x3xi64> {tg.name = "targets", tg.role = #tg.role<data>},
+                %wte: tensor<5x4xf32> {tg.name = "wte", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
+  %e = tg.embedding %wte, %tokens : tensor<5x4xf32>, tensor<2x3xi64>
+  %h = tg.tanh %e : tensor<2x3x4xf32>
+  %wt = tg.transpose %wte perm [1, 0] : tensor<5x4xf32>
+  %logits = tg.matmul %h, %wt : tensor<2x3x4xf32>, tensor<4x5xf32>
+  %l = tg.cross_entropy %logits, %targets : tensor<2x3x5xf32>, tensor<2x3xi64>
+  return %l : tensor<f32>
 }
 //--- step.mlir
 func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
