@@ -14,6 +14,7 @@
 
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -73,33 +74,34 @@ size_t bytesOf(ncclDataType_t type) {
   }
 }
 
-template <typename T> void addInto(char *out, const char *in, size_t count) {
+template <typename T>
+void combineInto(char *out, const char *in, size_t count, bool max) {
   auto *o = reinterpret_cast<T *>(out);
   auto *i = reinterpret_cast<const T *>(in);
   for (size_t e = 0; e < count; ++e)
-    o[e] += i[e];
+    o[e] = max ? std::max(o[e], i[e]) : o[e] + i[e];
 }
 
-/// out = the sum over members of `count` elements at `offset` bytes into
-/// each member's slot.
+/// out = the sum (or with `max` the max) over members of `count` elements
+/// at `offset` bytes into each member's slot.
 ncclResult_t sumSlots(const Communicator &c, size_t offset, void *out,
-                      size_t count, ncclDataType_t type) {
+                      size_t count, ncclDataType_t type, bool max = false) {
   size_t bytes = count * bytesOf(type);
   std::vector<char> sum(c.slot(0) + offset, c.slot(0) + offset + bytes);
   for (int m = 1; m < c.ranks; ++m) {
     const char *in = c.slot(m) + offset;
     switch (type) {
     case ncclFloat32:
-      addInto<float>(sum.data(), in, count);
+      combineInto<float>(sum.data(), in, count, max);
       break;
     case ncclFloat64:
-      addInto<double>(sum.data(), in, count);
+      combineInto<double>(sum.data(), in, count, max);
       break;
     case ncclInt64:
-      addInto<int64_t>(sum.data(), in, count);
+      combineInto<int64_t>(sum.data(), in, count, max);
       break;
     case ncclInt32:
-      addInto<int32_t>(sum.data(), in, count);
+      combineInto<int32_t>(sum.data(), in, count, max);
       break;
     default:
       return ncclInvalidArgument;
@@ -130,7 +132,7 @@ const char *ncclGetErrorString(ncclResult_t result) {
   case ncclSuccess:
     return "no error";
   case ncclInvalidArgument:
-    return "invalid argument (fake NCCL: sum of f32/f64/i64/i32 only, "
+    return "invalid argument (fake NCCL: sum or max of f32/f64/i64/i32 only, "
            "at most 4 MiB a member)";
   case ncclInvalidUsage:
     return "invalid usage (fake NCCL: send and receive only in a group)";
@@ -192,11 +194,11 @@ ncclResult_t ncclAllReduce(const void *in, void *out, size_t count,
                            ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t) {
   const auto &c = *reinterpret_cast<const Communicator *>(comm);
-  if (op != ncclSum || count * bytesOf(type) > kSlotBytes)
+  if ((op != ncclSum && op != ncclMax) || count * bytesOf(type) > kSlotBytes)
     return ncclInvalidArgument;
   std::memcpy(c.slot(c.rank), in, count * bytesOf(type));
   c.barrier();
-  ncclResult_t result = sumSlots(c, 0, out, count, type);
+  ncclResult_t result = sumSlots(c, 0, out, count, type, op == ncclMax);
   c.barrier();
   return result;
 }

@@ -264,8 +264,12 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
   // 1. Partial sums: reduce-scatter onto a dim the target shards over the
   // axis (when that dim is free to take it), all-reduce otherwise (one
   // all-reduce over all such axes).
+  // Axes the target keeps partial stay so: moving summands along other
+  // axes keeps them summands.
   Axes allReduced;
   for (int axis : SmallVector<int>(current.partial)) {
+    if (llvm::is_contained(target.partial, axis))
+      continue;
     std::optional<int64_t> scatterDim;
     for (auto [d, axes] : llvm::enumerate(target.dims))
       if (llvm::is_contained(axes, axis) && current.dims[d].size() + 1 <= axes.size() &&
