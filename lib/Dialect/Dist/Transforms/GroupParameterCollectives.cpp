@@ -252,8 +252,7 @@ OpBuilder builderAt(Operation *after, Block &block) {
 }
 
 /// One all-gather for `members` (all-gathers over dim 0).
-void fuseGathers(ArrayRef<Operation *> members, StringRef group,
-                 OpBuilder b) {
+void fuseGathers(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
   auto first = cast<AllGatherOp>(members.front());
   Location loc = first.getLoc();
   int64_t parts = typeOf(first.getResult()).getDimSize(0) /
@@ -289,8 +288,7 @@ void fuseGathers(ArrayRef<Operation *> members, StringRef group,
 }
 
 /// One reduce-scatter for `members` (reduce-scatters over dim 0).
-void fuseScatters(ArrayRef<Operation *> members, StringRef group,
-                  OpBuilder b) {
+void fuseScatters(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
   auto last = cast<ReduceScatterOp>(members.back());
   Location loc = last.getLoc();
   int64_t parts = typeOf(last.getInput()).getDimSize(0) /

@@ -29,8 +29,9 @@ public:
     return false;
   }
   StringRef getValueName() const override { return "layer|tensor|MiB"; }
-  void printOptionDiff(const Option &option, const spmdc::dist::FsdpGroup &value,
-                       OptVal, size_t width) const {
+  void printOptionDiff(const Option &option,
+                       const spmdc::dist::FsdpGroup &value, OptVal,
+                       size_t width) const {
     printOptionName(option, width);
     outs() << "= " << value.str() << "\n";
   }
