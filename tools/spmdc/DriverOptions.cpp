@@ -56,9 +56,15 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
       ->check(CLI::IsMember({"import", "decompose", "autodiff", "partition",
                              "propagate", "shard", "lower", "module"}));
   app.add_option("--fsdp-group", fsdpGroup,
-                 "ZeRO-3's collectives: one per transformer block (FSDP2's "
-                 "groups) or one per tensor")
-      ->check(CLI::IsMember({"layer", "tensor"}));
+                 "ZeRO-3's collectives: one per transformer block (layer, "
+                 "FSDP2's groups), one per tensor (tensor), or one per "
+                 "bucket of consecutive tensors of MB MiB (25, 0.5)")
+      ->check([](const std::string &v) -> std::string {
+        return dist::FsdpGroup::parse(v)
+                   ? ""
+                   : std::string("takes ") + dist::kFsdpGroupExpected +
+                         ", got '" + v + "'";
+      });
   app.add_option("--partition", partition,
                  "forward/backward partitioning policy")
       ->check(CLI::IsMember({"save-all", "min-cut"}));
@@ -111,8 +117,7 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   if (!optimizer.empty())
     options.optimizer = optimizer == "sgd" ? tg::OptimizerKind::SGD
                                            : tg::OptimizerKind::AdamW;
-  options.fsdpGroup = fsdpGroup == "tensor" ? dist::FsdpGroup::Tensor
-                                             : dist::FsdpGroup::Layer;
+  options.fsdpGroup = *dist::FsdpGroup::parse(fsdpGroup);
   options.partition = partition == "save-all" ? tg::PartitionPolicy::SaveAll
                                               : tg::PartitionPolicy::MinCut;
   options.mlirArgs.push_back(argv[0]);

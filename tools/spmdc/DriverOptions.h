@@ -34,7 +34,7 @@ struct DriverOptions {
   unsigned aotOptLevel = 1;
   std::string emit = "module";
   tg::PartitionPolicy partition = tg::PartitionPolicy::MinCut;
-  dist::FsdpGroup fsdpGroup = dist::FsdpGroup::Layer;
+  dist::FsdpGroup fsdpGroup = dist::FsdpGroup::layer();
   std::optional<tg::OptimizerKind> optimizer;
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
   std::string report;

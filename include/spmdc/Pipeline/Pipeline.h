@@ -44,7 +44,7 @@ struct PipelineOptions {
   Stage emit = Stage::Module;
   OptimizerOptions optimizer;
   tg::PartitionPolicy partition = tg::PartitionPolicy::MinCut;
-  dist::FsdpGroup fsdpGroup = dist::FsdpGroup::Layer;
+  dist::FsdpGroup fsdpGroup = dist::FsdpGroup::layer();
   /// The shard spec; absent: one rank, no sharding.
   std::optional<ShardSpec> spec;
   LoweringOptions lowering;

@@ -4,12 +4,14 @@
 # AdamW steps of each through the interpreter in f64 (the sharded one on
 # NRANKS simulated ranks), and fails unless the loss of every step and the
 # parameters after the last agree to 1e-5 relative.
+# SPMDC_FLAGS adds flags to spmdc for the sharded step (e.g. --fsdp-group=1).
 set -euo pipefail
 model=$1 spec=$2 nranks=$3 dir=$4
 name=$(basename "$model" .json)-$(basename "$spec" .json)
 mkdir -p "$dir"
 spmdc "$model" --emit=partition -o "$dir/$name.single.mlir"
-spmdc "$model" --emit=shard --shard-spec "$spec" -o "$dir/$name.sharded.mlir"
+spmdc "$model" --emit=shard --shard-spec "$spec" ${SPMDC_FLAGS:-} \
+  -o "$dir/$name.sharded.mlir"
 spmd-run --interpret --f64 --steps 3 "$dir/$name.single.mlir" \
   --save-params "$dir/$name.single.safetensors" > "$dir/$name.single.loss"
 spmd-run --interpret --f64 --steps 3 --nranks "$nranks" "$dir/$name.sharded.mlir" \

@@ -1,11 +1,15 @@
-//===- GroupParameterCollectives.cpp - FSDP2's groups (--dist-fsdp-group) -===//
+//===- GroupParameterCollectives.cpp - FSDP's groups (--dist-fsdp-group) --===//
 //
-// ZeRO-3 as FSDP2 runs it: the parameters of one transformer block are
-// gathered by one all-gather and their gradients scattered by one
-// reduce-scatter, over a flat buffer of the block's shards, rather than one
-// collective per tensor. A block is the tensors whose names share the path
-// up to its first numeric part (`h.0.attn.q_proj.weight` is in `h.0`); the
-// rest (embeddings, the final norm) form the model's own group.
+// ZeRO-3 as FSDP runs it: the parameters of one group are gathered by one
+// all-gather and their gradients scattered by one reduce-scatter, over a
+// flat buffer of the group's shards, rather than one collective per tensor.
+// With `by=layer` (FSDP2's wrapping of each block) a group is the tensors
+// whose names share the path up to its first numeric part
+// (`h.0.attn.q_proj.weight` is in `h.0`); the rest (embeddings, the final
+// norm) form the model's own group. With `by=MiB` (FSDP1's size-based
+// wrapping, DDP's buckets) a group is a bucket of consecutive tensors, in
+// the order the forward first gathers them, closed once its full bytes
+// reach the size.
 //
 // The gathered buffer holds rank 0's shards of every member, then rank 1's,
 // and so on; each member's logical tensor is its rank chunks sliced out and
@@ -60,14 +64,90 @@ StringAttr parameterOrigin(Operation *op) {
   return origin;
 }
 
+/// The tensor a collective the pass groups carries: a parameter's
+/// all-gather or its gradient's reduce-scatter, over dim 0; null otherwise.
+StringAttr groupedTensor(Operation *op) {
+  if (auto g = dyn_cast<AllGatherOp>(op); g && g.getDim() == 0)
+    return parameterOrigin(op);
+  if (auto s = dyn_cast<ReduceScatterOp>(op); s && s.getDim() == 0)
+    return parameterOrigin(op);
+  return {};
+}
+
+/// The full (unsharded) bytes of the tensor a grouped collective carries:
+/// the all-gather's result, the reduce-scatter's input.
+int64_t fullBytes(Operation *op) {
+  RankedTensorType full = isa<AllGatherOp>(op) ? typeOf(op->getResult(0))
+                                               : typeOf(op->getOperand(0));
+  return full.getNumElements() *
+         llvm::divideCeil(full.getElementTypeBitWidth(), 8);
+}
+
+bool isForwardGather(Operation *op) {
+  auto g = dyn_cast<AllGatherOp>(op);
+  return g && g.getPhase() == Phase::forward;
+}
+
+/// The group of each tensor whose collectives `module` groups, as `by`
+/// says; a collective's group is its tensor's. Layer: the tensor's block.
+/// Size: its bucket, the tensors taken in the order the forward first
+/// gathers them (then the others, in program order), each bucket closed
+/// once its tensors' full bytes reach the size, and a tensor of the size
+/// or more a bucket of its own; so a bucket's gathers and its gradients'
+/// reduce-scatter have the same members. Tensor: none (each stays alone).
+llvm::StringMap<std::string> assignGroups(ModuleOp module,
+                                          const FsdpGroup &by) {
+  SmallVector<Operation *> collectives;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal())
+      for (Operation &op : fn.getBody().front())
+        if (groupedTensor(&op))
+          collectives.push_back(&op);
+  llvm::StringMap<std::string> groups;
+  switch (by.policy) {
+  case FsdpGroup::Policy::Tensor:
+    break;
+  case FsdpGroup::Policy::Layer:
+    for (Operation *op : collectives) {
+      StringRef tensor = groupedTensor(op).getValue();
+      groups[tensor] = blockOf(tensor);
+    }
+    break;
+  case FsdpGroup::Policy::Size: {
+    llvm::MapVector<StringRef, int64_t> tensors;
+    for (bool forward : {true, false})
+      for (Operation *op : collectives)
+        if (isForwardGather(op) == forward)
+          tensors.insert({groupedTensor(op).getValue(), fullBytes(op)});
+    double budget = by.bucketMiB * 1024 * 1024;
+    int bucket = 0;
+    int64_t filled = 0;
+    for (auto [tensor, bytes] : tensors) {
+      if (filled > 0 && bytes >= budget) {
+        ++bucket;
+        filled = 0;
+      }
+      groups[tensor] = "bucket " + std::to_string(bucket);
+      filled += bytes;
+      if (filled >= budget) {
+        ++bucket;
+        filled = 0;
+      }
+    }
+    break;
+  }
+  }
+  return groups;
+}
+
 /// Collectives that may share one: same kind, axes, phase, element type
-/// and block.
-std::string groupKey(Operation *op, StringRef block) {
+/// and group.
+std::string groupKey(Operation *op, StringRef group) {
   std::string key;
   llvm::raw_string_ostream os(key);
   os << op->getName() << "|" << op->getAttr("axes") << "|"
      << op->getAttr("phase") << "|" << typeOf(op->getOperand(0)).getElementType()
-     << "|" << block;
+     << "|" << group;
   return key;
 }
 
@@ -172,8 +252,7 @@ OpBuilder builderAt(Operation *after, Block &block) {
 }
 
 /// One all-gather for `members` (all-gathers over dim 0).
-void fuseGathers(ArrayRef<Operation *> members, StringRef block,
-                 OpBuilder b) {
+void fuseGathers(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
   auto first = cast<AllGatherOp>(members.front());
   Location loc = first.getLoc();
   int64_t parts = typeOf(first.getResult()).getDimSize(0) /
@@ -190,7 +269,7 @@ void fuseGathers(ArrayRef<Operation *> members, StringRef block,
   auto gathered = AllGatherOp::create(
       b, loc, RankedTensorType::get({parts * total}, element),
       concat(b, loc, flat), first.getAxes(), 0, first.getPhaseAttr(),
-      b.getStringAttr(block.empty() ? "the model's own tensors" : block));
+      b.getStringAttr(group.empty() ? "the model's own tensors" : group));
   gathered->setAttr("tensors", memberNames(b, members));
   for (auto [m, offset] : llvm::zip(members, offsets)) {
     RankedTensorType shard = typeOf(m->getOperand(0));
@@ -209,8 +288,7 @@ void fuseGathers(ArrayRef<Operation *> members, StringRef block,
 }
 
 /// One reduce-scatter for `members` (reduce-scatters over dim 0).
-void fuseScatters(ArrayRef<Operation *> members, StringRef block,
-                  OpBuilder b) {
+void fuseScatters(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
   auto last = cast<ReduceScatterOp>(members.back());
   Location loc = last.getLoc();
   int64_t parts = typeOf(last.getInput()).getDimSize(0) /
@@ -232,7 +310,7 @@ void fuseScatters(ArrayRef<Operation *> members, StringRef block,
   auto scattered = ReduceScatterOp::create(
       b, loc, RankedTensorType::get({total}, element), concat(b, loc, pieces),
       last.getAxes(), 0, last.getPhaseAttr(),
-      b.getStringAttr(block.empty() ? "the model's own tensors" : block));
+      b.getStringAttr(group.empty() ? "the model's own tensors" : group));
   scattered->setAttr("tensors", memberNames(b, members));
   for (auto [m, offset] : llvm::zip(members, offsets)) {
     RankedTensorType local = typeOf(m->getResult(0));
@@ -248,8 +326,7 @@ struct DistFsdpGroupPass : dist::impl::DistFsdpGroupBase<DistFsdpGroupPass> {
   using DistFsdpGroupBase::DistFsdpGroupBase;
 
   void runOnOperation() override {
-    if (by == FsdpGroup::Tensor)
-      return;
+    llvm::StringMap<std::string> groupOf = assignGroups(getOperation(), by);
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal())
         continue;
@@ -257,34 +334,27 @@ struct DistFsdpGroupPass : dist::impl::DistFsdpGroupBase<DistFsdpGroupPass> {
       llvm::MapVector<std::string, SmallVector<Operation *>,
                       std::map<std::string, unsigned>>
           gathers, scatters;
-      llvm::StringMap<std::string> blocks;
+      llvm::StringMap<std::string> groups;
       for (Operation &op : body) {
-        StringAttr origin = parameterOrigin(&op);
-        if (!origin)
+        StringAttr tensor = groupedTensor(&op);
+        auto it = tensor ? groupOf.find(tensor.getValue()) : groupOf.end();
+        if (it == groupOf.end())
           continue;
-        std::string block = blockOf(origin.getValue());
-        if (auto g = dyn_cast<AllGatherOp>(op); g && g.getDim() == 0) {
-          std::string key = groupKey(&op, block);
-          gathers[key].push_back(&op);
-          blocks[key] = block;
-        } else if (auto s = dyn_cast<ReduceScatterOp>(op);
-                   s && s.getDim() == 0) {
-          std::string key = groupKey(&op, block);
-          scatters[key].push_back(&op);
-          blocks[key] = block;
-        }
+        std::string key = groupKey(&op, it->second);
+        (isa<AllGatherOp>(op) ? gathers : scatters)[key].push_back(&op);
+        groups[key] = it->second;
       }
-      for (auto *groups : {&gathers, &scatters})
-        for (auto &[key, members] : *groups) {
-          if (groups == &gathers) {
+      for (auto *kind : {&gathers, &scatters})
+        for (auto &[key, members] : *kind) {
+          if (kind == &gathers) {
             Operation *first = placeGather(members);
             if (members.size() > 1)
-              fuseGathers(members, blocks[key], OpBuilder(first));
+              fuseGathers(members, groups[key], OpBuilder(first));
             continue;
           }
           Operation *after = placeFused(members);
           if (members.size() > 1)
-            fuseScatters(members, blocks[key], builderAt(after, body));
+            fuseScatters(members, groups[key], builderAt(after, body));
         }
     }
   }

@@ -10,6 +10,37 @@
 
 #include "mlir/Pass/Pass.h"
 
+namespace llvm::cl {
+/// Reads --dist-fsdp-group's `by`: layer, tensor or a bucket size in MiB.
+template <>
+class parser<spmdc::dist::FsdpGroup>
+    : public basic_parser<spmdc::dist::FsdpGroup> {
+public:
+  parser(Option &option) : basic_parser(option) {}
+
+  bool parse(Option &option, StringRef, StringRef arg,
+             spmdc::dist::FsdpGroup &value) {
+    std::optional<spmdc::dist::FsdpGroup> parsed =
+        spmdc::dist::FsdpGroup::parse(arg);
+    if (!parsed)
+      return option.error(Twine("takes ") + spmdc::dist::kFsdpGroupExpected +
+                          ", got '" + arg + "'");
+    value = *parsed;
+    return false;
+  }
+  StringRef getValueName() const override { return "layer|tensor|MiB"; }
+  void printOptionDiff(const Option &option,
+                       const spmdc::dist::FsdpGroup &value, OptVal,
+                       size_t width) const {
+    printOptionName(option, width);
+    outs() << "= " << value.str() << "\n";
+  }
+  static void print(raw_ostream &os, const spmdc::dist::FsdpGroup &value) {
+    os << value.str();
+  }
+};
+} // namespace llvm::cl
+
 namespace spmdc::dist {
 
 #define GEN_PASS_DECL
@@ -23,7 +54,7 @@ std::unique_ptr<mlir::Pass> createDistApplySpec(ShardSpec spec);
 /// collectives.
 void addShardPasses(mlir::OpPassManager &pm, ShardSpec spec,
                     bool partition = true,
-                    FsdpGroup fsdpGroup = FsdpGroup::Layer);
+                    FsdpGroup fsdpGroup = FsdpGroup::layer());
 
 #define GEN_PASS_REGISTRATION
 #include "spmdc/Dialect/Dist/Transforms/Passes.h.inc"

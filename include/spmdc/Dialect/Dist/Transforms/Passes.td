@@ -87,18 +87,30 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
 }
 
 def DistFsdpGroup : Pass<"dist-fsdp-group", "::mlir::ModuleOp"> {
-  let summary = "One all-gather and one reduce-scatter per block of parameters";
+  let summary = "One all-gather and one reduce-scatter per block or bucket of parameters";
   let description = [{
-    Groups a partitioned program's parameter collectives as FSDP2 does:
+    Groups a partitioned program's parameter collectives as FSDP does:
     the all-gathers over dim 0 of a function's parameter arguments, per
-    block, become one all-gather of a flat buffer of the block's shards
+    group, become one all-gather of a flat buffer of the group's shards
     (where the first of them was), and the reduce-scatters over dim 0 of
     their gradients become one (where the last was), when every member's
-    result is used after it. A block is the tensors whose names share the
-    path up to its first numeric part (`h.0.attn.q_proj.weight` is in
-    `h.0`); the others form the model's own group. Collectives of
-    different phases, axes or element types stay apart. The fused
-    collective's `origin` names the block and its `tensors` the members.
+    result is used after it. Collectives of different phases, axes or
+    element types stay apart. The fused collective's `origin` names the
+    group and its `tensors` the members.
+
+    The groups (`by`):
+    - `layer` (the default, FSDP2's wrapping of each block): a block is
+      the tensors whose names share the path up to its first numeric part
+      (`h.0.attn.q_proj.weight` is in `h.0`); the others form the model's
+      own group.
+    - a size in MiB (`by=25`, `by=0.5`; FSDP1's size-based wrapping, DDP's
+      `bucket_cap_mb`): buckets of consecutive tensors, in the order the
+      forward first gathers them (then any others in program order), each
+      closed once its tensors' full (unsharded) bytes reach the size; a
+      tensor of the size or more is a bucket of its own. A bucket's
+      gathers in each phase and its gradients' reduce-scatter have the
+      same members. The group is named `bucket 0`, `bucket 1`, ...
+    - `tensor`: nothing is grouped.
 
     Before, per rank on 2 ranks:
     ```mlir
@@ -110,12 +122,10 @@ def DistFsdpGroup : Pass<"dist-fsdp-group", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"by", "by", "::spmdc::dist::FsdpGroup",
-           "::spmdc::dist::FsdpGroup::Layer", "layer or tensor",
-           [{::llvm::cl::values(
-             clEnumValN(::spmdc::dist::FsdpGroup::Layer, "layer",
-                        "one collective per transformer block"),
-             clEnumValN(::spmdc::dist::FsdpGroup::Tensor, "tensor",
-                        "one collective per tensor"))}]>,
+           "::spmdc::dist::FsdpGroup::layer()",
+           "layer (one collective per transformer block), tensor (one per "
+           "tensor), or a bucket size in MiB (one per bucket of consecutive "
+           "tensors of that many bytes)">,
   ];
   let dependentDialects = ["::spmdc::dist::DistDialect",
                            "::spmdc::tg::TensorGraphDialect"];
