@@ -51,6 +51,29 @@ Value sumToShape(OpBuilder &b, Location loc, Value grad,
          type.getDimSize(i) != 1))
       dims.push_back(i);
   Value summed = grad;
+  // A scatter into zeros only places its source's values: summed over the
+  // scattered dim, it is its source summed (a gather's gradient summed
+  // over the gathered dim, as in a log-softmax's gradient, needs no pass
+  // over that dim, which may be a vocabulary split over ranks).
+  if (auto scatter = grad.getDefiningOp<ScatterAddOp>()) {
+    RankedTensorType source = typeOf(scatter.getSource());
+    int64_t scattered = *normalizeDim(scatter.getDim(), type.getRank());
+    bool keptEqual = true;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (!llvm::is_contained(dims, i) &&
+          source.getDimSize(i) != type.getDimSize(i))
+        keptEqual = false;
+    if (llvm::is_contained(dims, scattered) && keptEqual) {
+      SmallVector<int64_t> sourceDims;
+      for (int64_t i : dims)
+        if (source.getDimSize(i) != 1)
+          sourceDims.push_back(i);
+      Value from = scatter.getSource();
+      if (!sourceDims.empty())
+        from = SumOp::create(b, loc, from, sourceDims, /*keepdim=*/true);
+      return reshapeTo(b, loc, from, target);
+    }
+  }
   if (!dims.empty())
     summed = SumOp::create(b, loc, grad, dims, /*keepdim=*/true);
   return reshapeTo(b, loc, summed, target);

@@ -163,7 +163,8 @@ LogicalResult SubOp::buildVJP(OpBuilder &b, Value g,
                               SmallVectorImpl<Value> &grads) {
   Emitter e = emitter(b, *this);
   grads.push_back(e.toShapeOf(g, getLhs()));
-  grads.push_back(e.toShapeOf(e.neg(g), getRhs()));
+  // Negated after the broadcast sum: fewer elements to negate.
+  grads.push_back(e.neg(e.toShapeOf(g, getRhs())));
   return success();
 }
 
