@@ -4,10 +4,17 @@
 // runs on local shards. Its factors take their axes from its operands
 // (activations before parameters, larger before smaller), then from the
 // sharding propagation planned for its result; operands that disagree are
-// resharded; contracted sharded factors make the result a partial sum. A
-// partial value with one use that is linear in it stays partial; otherwise
-// it is reduced right away, to its planned sharding (reduce-scatter where
-// that shards a dim over the partial axis, all-reduce elsewhere).
+// resharded; contracted sharded factors make the result a partial sum (a
+// max's are all-reduced by max at once). A partial value with one use that
+// is linear in it stays partial, unless that use would broadcast it;
+// otherwise it is reduced right away, to its planned sharding
+// (reduce-scatter where that shards a dim over the partial axis, one
+// all-reduce over the other axes).
+//
+// A split factor that an index operand addresses (a table's rows, a
+// gathered or scattered dim) is served locally: each rank shifts the
+// indices to its block and masks those outside it (Megatron-LM's
+// vocabulary-parallel embedding and cross-entropy).
 //
 // A dim its group does not divide is padded at its end (GSPMD's pad and
 // mask): the shard pass pads a whole dim with zeros before splitting it and
