@@ -24,6 +24,7 @@
 #include "spmdc/Runtime/Collectives.h"
 #endif
 #include "spmdc/Runtime/SafeTensors.h"
+#include "spmdc/Runtime/Trace.h"
 #include "spmdc/Support/Diagnostics.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -149,14 +150,31 @@ int Run::run() {
 
   if (!options.saveOutputs.empty() && options.steps == 0)
     return fail("--save-outputs needs at least one step");
+  if (!options.trace.empty())
+    rt::trace::enable();
   for (auto phase : {&Run::openCompiledStep, &Run::buildInputs,
                      &Run::matchFeedback, &Run::runSteps, &Run::save})
     if (std::optional<int> stop = (this->*phase)())
       return *stop;
+  // Each rank writes its events; once all have (the barrier of
+  // spmd_rt_finalize), rank 0 merges them into one trace.
+  std::vector<std::string> traceFiles;
+  if (!options.trace.empty()) {
+    for (int64_t rank = 0;
+         rank < (underMpi ? signature.mesh.numRanks() : 1); ++rank)
+      traceFiles.push_back(options.trace + ".rank" + std::to_string(rank));
+    if (!rt::trace::writeRankEvents(
+            traceFiles[underMpi ? localRanks.front() : 0],
+            static_cast<int>(localRanks.front()), errorMessage))
+      return fail(errorMessage);
+  }
 #ifdef SPMDC_HAVE_MPI
   if (underMpi)
     spmd_rt_finalize();
 #endif
+  if (printing && !traceFiles.empty() &&
+      !rt::trace::mergeRankEvents(options.trace, traceFiles, errorMessage))
+    return fail(errorMessage);
   return 0;
 }
 
@@ -364,9 +382,11 @@ std::optional<int> Run::runSteps() {
       std::exit(3);
     }
     auto started = std::chrono::steady_clock::now();
+    double traceStart = rt::trace::nowMicros();
     FailureOr<RankValues> results = runStep();
     if (failed(results))
       return fail("step " + std::to_string(step) + " failed");
+    rt::trace::record("step " + std::to_string(step), "step", traceStart);
     // The step alone, for benchmarks (bench/step_time.py reads it).
     spdlog::info("step {} took {:.3f} ms", step,
                  std::chrono::duration<double, std::milli>(

@@ -3,6 +3,7 @@
 #include "spmdc/Runtime/Blas.h"
 #include "spmdc/Runtime/FloatFormats.h"
 #include "spmdc/Runtime/MatmulBatches.h"
+#include "spmdc/Runtime/Trace.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -57,6 +58,27 @@ void gemmBatches(Gemm gemm, const spmdc::rt::MatmulBatches &batches,
          bData + batches.bMatrix[i] * k * n, ldb, T(0), cData + i * m * n, n);
 }
 
+/// A GEMM call on the trace (spmd-run --trace): its shape and flops.
+struct TracedGemm {
+  const spmdc::rt::MatmulBatches &batches;
+  double start = spmdc::rt::trace::enabled() ? spmdc::rt::trace::nowMicros() : 0;
+  ~TracedGemm() {
+    if (!spmdc::rt::trace::enabled())
+      return;
+    char args[160];
+    std::snprintf(args, sizeof args,
+                  "{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"batches\": %lld, "
+                  "\"flops\": %lld}",
+                  static_cast<long long>(batches.m),
+                  static_cast<long long>(batches.n),
+                  static_cast<long long>(batches.k),
+                  static_cast<long long>(batches.count()),
+                  static_cast<long long>(2 * batches.count() * batches.m *
+                                         batches.n * batches.k));
+    spmdc::rt::trace::record("gemm", "gemm", start, args);
+  }
+};
+
 /// The operands and result of a spmd_matmul_* call, checked.
 struct Operands {
   spmdc::rt::MemRefView a, b, c;
@@ -79,6 +101,7 @@ void matmul(Gemm gemm, int32_t transA, int32_t transB, int64_t aRank,
             void *cDesc) {
   Operands o(sizeof(T), transA, transB, aRank, aDesc, bRank, bDesc, cRank,
              cDesc);
+  TracedGemm traced{o.batches};
   gemmBatches<T>(gemm, o.batches, reinterpret_cast<const T *>(o.a.data),
                  reinterpret_cast<const T *>(o.b.data),
                  reinterpret_cast<T *>(o.c.data));
@@ -133,6 +156,7 @@ void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
   // product rounded to bf16: what cuBLAS does with CUBLAS_COMPUTE_32F.
   Operands o(2, trans_a, trans_b, a_rank, a_desc, b_rank, b_desc, c_rank,
              c_desc);
+  TracedGemm traced{o.batches};
   std::vector<float> a = widened(o.a), b = widened(o.b);
   std::vector<float> c(o.batches.count() * o.batches.m * o.batches.n);
   gemmBatches<float>(cblas_sgemm, o.batches, a.data(), b.data(), c.data());

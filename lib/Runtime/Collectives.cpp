@@ -10,6 +10,7 @@
 #include "CollectiveState.h"
 
 #include "spmdc/Runtime/MemRefView.h"
+#include "spmdc/Runtime/Trace.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -181,6 +182,35 @@ spmdc::rt::MemRefView viewOf(const char *call, int64_t rank, void *descriptor,
   return view;
 }
 
+/// A collective on the trace (spmd-run --trace): its kind, its input's
+/// bytes and its mesh axes.
+struct TracedCollective {
+  int32_t kind;
+  const spmdc::rt::MemRefView &in;
+  size_t elementBytes;
+  const std::vector<int32_t> &axes;
+  double start = spmdc::rt::trace::enabled() ? spmdc::rt::trace::nowMicros() : 0;
+  ~TracedCollective() {
+    // A local slice moves nothing between ranks.
+    if (!spmdc::rt::trace::enabled() || kind == SPMD_COLLECTIVE_LOCAL_SLICE)
+      return;
+    static const char *const names[] = {"all_reduce",  "all_gather",
+                                        "reduce_scatter", "all_to_all",
+                                        "local_slice", "all_reduce by max"};
+    const char *name = kind >= 0 && kind <= SPMD_COLLECTIVE_ALL_REDUCE_MAX
+                           ? names[kind]
+                           : "collective";
+    int64_t bytes = static_cast<int64_t>(elementBytes);
+    for (int64_t size : in.shape)
+      bytes *= size;
+    std::string args = "{\"input_bytes\": " + std::to_string(bytes) +
+                       ", \"axes\": [";
+    for (size_t i = 0; i < axes.size(); ++i)
+      args += (i ? ", " : "") + std::to_string(axes[i]);
+    spmdc::rt::trace::record(name, "collective", start, args + "]}");
+  }
+};
+
 void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
                 int64_t dim2, int64_t axesCode, int64_t inRank, void *inDesc,
                 int64_t outRank, void *outDesc) {
@@ -195,6 +225,7 @@ void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
   // Compiled code's buffers are the transport's (device memory) when one
   // is installed.
   const spmd_rt_transport *transport = state().transport;
+  TracedCollective traced{kind, in, elementBytes, axes};
   switch (kind) {
   case SPMD_COLLECTIVE_ALL_REDUCE:
   case SPMD_COLLECTIVE_ALL_REDUCE_MAX: {

@@ -36,6 +36,9 @@ std::optional<int> parseRunOptions(int argc, char **argv,
   app.add_option("--save-outputs", options.saveOutputs,
                  "write the last step's loss, gradients and other outputs "
                  "here, keyed '<role>/<name>'");
+  app.add_option("--trace", options.trace,
+                 "write a Chrome/Perfetto trace here: one track per rank, "
+                 "with each step, collective and GEMM (compiled modules)");
   app.add_flag("--interpret", options.interpret,
                "run IR of any stage through the reference interpreter");
   app.add_flag("--f64", options.f64,

@@ -31,6 +31,9 @@ struct RunOptions {
   /// last step's other outputs; empty: nowhere.
   std::string saveParams;
   std::string saveOutputs;
+  /// Where to write a Chrome trace of the steps, collectives and GEMMs of
+  /// every rank (spmd-run --trace); empty: none.
+  std::string trace;
   /// Run IR of any stage through the reference interpreter.
   bool interpret = false;
   /// Interpreter: compute in f64 instead of each op's dtype.
