@@ -1,43 +1,15 @@
-//===- Trace.cpp - what a rank did when, for spmd-run --trace -------------===//
+//===- TraceFile.cpp - a rank's trace events as files, merged -------------===//
 
-#include "spmdc/Runtime/Trace.h"
 #include "spmdc/Runtime/AtomicFile.h"
+#include "spmdc/Runtime/Trace.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <ctime>
 #include <fstream>
 #include <sstream>
 
 namespace spmdc::rt::trace {
-
-namespace {
-bool on = false;
-std::vector<Event> recorded;
-} // namespace
-
-void enable() { on = true; }
-bool enabled() { return on; }
-
-double nowMicros() {
-  // CLOCK_MONOTONIC is one clock for every process of the machine, so the
-  // ranks' tracks line up.
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) * 1e6 +
-         static_cast<double>(t.tv_nsec) / 1e3;
-}
-
-void record(std::string name, const char *category, double startMicros,
-            std::string args) {
-  if (!on)
-    return;
-  recorded.push_back({std::move(name), category, startMicros,
-                      nowMicros() - startMicros, std::move(args)});
-}
-
-const std::vector<Event> &events() { return recorded; }
 
 static bool writeText(const std::string &path, const std::string &text,
                       std::string &error) {
@@ -48,7 +20,7 @@ static bool writeText(const std::string &path, const std::string &text,
 
 bool writeRankEvents(const std::string &path, int rank, std::string &error) {
   nlohmann::json list = nlohmann::json::array();
-  for (const Event &e : recorded) {
+  for (const Event &e : events()) {
     nlohmann::json event = {{"name", e.name},       {"cat", e.category},
                             {"ph", "X"},            {"pid", rank},
                             {"tid", 0},             {"ts", e.startMicros},
