@@ -43,6 +43,7 @@
 
 #include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 using namespace mlir;
 using spmdc::interp::Tensor;
@@ -360,7 +361,23 @@ static double peakResidentMiB() {
   return static_cast<double>(usage.ru_maxrss) / 1024; // ru_maxrss is in KiB
 }
 
+/// The memory this process holds resident now, in MiB.
+static double residentMiB() {
+  long pages = 0, resident = 0;
+  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
+      resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * sysconf(_SC_PAGESIZE) / (1 << 20);
+}
+
 std::optional<int> Run::runSteps() {
+  // What the inputs and the compiled code hold before the first step, to
+  // set against the report's per-rank bytes (docs/benchmarks.md).
+  if (localRanks.size() == 1)
+    spdlog::info("rank {}: resident memory before step 1 {:.1f} MiB",
+                 localRanks[0], residentMiB());
   // Fault injection for the tests: SPMD_RUN_TEST_EXIT=R:S makes rank R
   // exit with status 3 as step S begins, as a crashed rank would.
   std::optional<std::pair<int64_t, int>> injectedExit;
