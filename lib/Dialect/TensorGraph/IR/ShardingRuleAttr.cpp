@@ -245,6 +245,19 @@ ParseResult parseSet(AsmParser &parser, int numFactors, bool factors,
         return success();
       });
 }
+/// Parses `f=N`: a factor name and an integer. `factor` is -1 if the name
+/// is not one of the rule's `numFactors` factors.
+ParseResult parseFactorIs(AsmParser &parser, int numFactors, int &factor,
+                          int64_t &value) {
+  StringRef word;
+  if (parser.parseKeyword(&word) || parser.parseEqual() ||
+      parser.parseInteger(value))
+    return failure();
+  factor = takeFactorName(word);
+  if (!word.empty() || factor >= numFactors)
+    factor = -1;
+  return success();
+}
 } // namespace
 
 Attribute ShardingRuleAttr::parse(AsmParser &parser, Type) {
@@ -257,16 +270,13 @@ Attribute ShardingRuleAttr::parse(AsmParser &parser, Type) {
   rule.factorSizes.assign(numFactors, -1);
   rule.replicatedOnly.assign(numFactors, false);
   SMLoc sizesLoc = parser.getCurrentLocation();
-  SmallVector<int> named;
   auto parseSize = [&]() -> ParseResult {
-    StringRef word;
+    int f;
     int64_t size;
     SMLoc loc = parser.getCurrentLocation();
-    if (parser.parseKeyword(&word) || parser.parseEqual() ||
-        parser.parseInteger(size))
+    if (parseFactorIs(parser, numFactors, f, size))
       return failure();
-    int f = takeFactorName(word);
-    if (f < 0 || !word.empty() || f >= numFactors || size < 1)
+    if (f < 0 || size < 1)
       return parser.emitError(loc, "expected factor=size for a factor of "
                                    "the rule, with a positive size");
     rule.factorSizes[f] = size;
@@ -320,14 +330,12 @@ Attribute ShardingRuleAttr::parse(AsmParser &parser, Type) {
       rule.combine = ShardingRule::Combine::Max;
     } else if (clause == "indexed") {
       auto parseEntry = [&]() -> ParseResult {
-        StringRef word;
+        int f;
         int64_t operand;
         SMLoc entryLoc = parser.getCurrentLocation();
-        if (parser.parseKeyword(&word) || parser.parseEqual() ||
-            parser.parseInteger(operand))
+        if (parseFactorIs(parser, numFactors, f, operand))
           return failure();
-        int f = takeFactorName(word);
-        if (f < 0 || !word.empty() || f >= numFactors || operand < 0 ||
+        if (f < 0 || operand < 0 ||
             operand >= static_cast<int64_t>(rule.operands.size()))
           return parser.emitError(entryLoc, "expected factor=operand for a "
                                             "factor and an operand of the "
