@@ -35,6 +35,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 namespace spmdc::dist {
 #define GEN_PASS_DEF_DISTPARTITION
@@ -126,8 +127,8 @@ private:
   llvm::DenseMap<Value, TensorSharding> actual;
   /// Reshards done so far: (logical value, target) -> local value.
   std::map<std::pair<void *, std::string>, Value> reshards;
-  /// Masked local values: (local value, dim) -> masked.
-  llvm::DenseMap<std::pair<void *, int64_t>, Value> masks;
+  /// Masked local values: (local value, dim, fill) -> masked.
+  std::map<std::tuple<void *, int64_t, double>, Value> masks;
 };
 
 FailureOr<TensorSharding> FunctionSharder::readPlan(ShardingAttr attr,
@@ -444,9 +445,9 @@ SmallVector<int64_t> FunctionSharder::paddedFactors(Operation *op,
 Value FunctionSharder::maskPadding(OpBuilder &b, Value value, int64_t dim,
                                    int64_t size, ArrayRef<int> axes,
                                    int64_t padded, double fill) {
-  auto key = std::make_pair(value.getAsOpaquePointer(), dim);
-  if (Value masked = masks.lookup(key))
-    return masked;
+  auto key = std::make_tuple(value.getAsOpaquePointer(), dim, fill);
+  if (auto cached = masks.find(key); cached != masks.end())
+    return cached->second;
   // The positions of this rank's chunk of the padded dim, shaped to
   // broadcast along `dim`; those past the logical size are padding.
   Location loc = value.getLoc();
