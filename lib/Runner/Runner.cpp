@@ -30,15 +30,18 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include <sched.h>
@@ -372,7 +375,48 @@ static double residentMiB() {
   return static_cast<double>(resident) * sysconf(_SC_PAGESIZE) / (1 << 20);
 }
 
+/// What one step consumes, for the progress line: the elements of the
+/// first integer data input of rank 2 or more (token ids [batch, seq]:
+/// "tokens"), else the batch of the first data input ("samples").
+static std::pair<int64_t, const char *>
+itemsPerStep(const StepSignature &signature) {
+  const tg::GraphValueInfo *first = nullptr;
+  for (const tg::GraphValueInfo &info : signature.arguments) {
+    if (info.role != tg::Role::data)
+      continue;
+    if (isa<IntegerType>(info.type.getElementType()) &&
+        info.type.getRank() >= 2)
+      return {info.type.getNumElements(), "tokens"};
+    if (!first)
+      first = &info;
+  }
+  if (first && first->type.getRank() >= 1)
+    return {first->type.getDimSize(0), "samples"};
+  return {0, "samples"};
+}
+
+/// "1m05s", "7.3 s".
+static std::string duration(double seconds) {
+  char text[32];
+  if (seconds >= 60)
+    std::snprintf(text, sizeof text, "%dm%02ds", static_cast<int>(seconds) / 60,
+                  static_cast<int>(seconds) % 60);
+  else
+    std::snprintf(text, sizeof text, "%.1f s", seconds);
+  return text;
+}
+
 std::optional<int> Run::runSteps() {
+  // Progress on stderr and metrics, from the rank that prints.
+  int every = options.logEvery >= 0 ? options.logEvery
+                                    : (isatty(STDERR_FILENO) ? 1 : 0);
+  auto [items, itemName] = itemsPerStep(signature);
+  std::FILE *metrics = nullptr;
+  if (printing && !options.metrics.empty() &&
+      !(metrics = std::fopen(options.metrics.c_str(), "w")))
+    return fail("cannot write the metrics to " + options.metrics + ": " +
+                std::strerror(errno));
+  double totalMs = 0, lastLoss = 0;
   // What the inputs and the compiled code hold before the first step, to
   // set against the report's per-rank bytes (docs/benchmarks.md).
   if (localRanks.size() == 1)
@@ -405,24 +449,55 @@ std::optional<int> Run::runSteps() {
       return fail("step " + std::to_string(step) + " failed");
     rt::trace::record("step " + std::to_string(step), "step", traceStart);
     // The step alone, for benchmarks (bench/step_time.py reads it).
-    spdlog::info("step {} took {:.3f} ms", step,
-                 std::chrono::duration<double, std::milli>(
-                     std::chrono::steady_clock::now() - started)
-                     .count());
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - started)
+                    .count();
+    spdlog::info("step {} took {:.3f} ms", step, ms);
+    std::optional<double> lossValue;
     if (lossIndex) {
       Tensor loss =
           gather.logical(*results, *lossIndex,
                          signature.resultShardings[*lossIndex], "the loss");
+      lossValue = lastLoss = loss.data.front();
       if (printing)
-        std::printf("step %d loss %.9g\n", step, loss.data.front());
+        std::printf("step %d loss %.9g\n", step, *lossValue);
     }
     std::fflush(stdout);
+    totalMs += ms;
+    double rate = ms > 0 ? items / (ms / 1000) : 0;
+    if (metrics) {
+      std::fprintf(metrics, "{\"step\": %d", step);
+      if (lossValue)
+        std::fprintf(metrics, ", \"loss\": %.9g", *lossValue);
+      std::fprintf(metrics, ", \"ms\": %.3f, \"%s_per_s\": %.1f}\n", ms,
+                   itemName, rate);
+      std::fflush(metrics);
+    }
+    if (printing && every > 0 && (step % every == 0 || step == options.steps)) {
+      std::string loss =
+          lossValue ? llvm::formatv("  loss {0:F5}", *lossValue).str() : "";
+      std::fprintf(stderr, "spmd-run: step %d/%d%s  %.1f ms  %.0f %s/s  eta %s\n",
+                   step, options.steps, loss.c_str(), ms, rate, itemName,
+                   duration(ms * (options.steps - step) / 1000).c_str());
+    }
     for (size_t k = 0; k < localRanks.size(); ++k)
       for (auto [r, a] : feedback)
         // A compiled step keeps them in its buffers; release the copies.
         args[k][a] = compiled ? Tensor() : (*results)[k][r];
     lastOutputs = std::move(*results);
   }
+  if (metrics)
+    std::fclose(metrics);
+  if (printing && every > 0 && options.steps > 0)
+    std::fprintf(stderr,
+                 "spmd-run: %d steps in %s (%.1f ms a step, %.0f %s/s)%s\n",
+                 options.steps, duration(totalMs / 1000).c_str(),
+                 totalMs / options.steps,
+                 totalMs > 0 ? items * options.steps / (totalMs / 1000) : 0,
+                 itemName,
+                 lossIndex
+                     ? llvm::formatv(", last loss {0:F5}", lastLoss).str().c_str()
+                     : "");
   // Each rank's process says what it held at most (the ranks the
   // interpreter simulates share one process).
   if (localRanks.size() == 1)

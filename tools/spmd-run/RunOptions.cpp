@@ -86,6 +86,13 @@ std::optional<int> parseRunOptions(int argc, char **argv,
                  v + "'";
         return "";
       });
+  app.add_option("--log-every", options.logEvery,
+                 "a progress line on stderr every N steps, and a summary "
+                 "(default: every step when stderr is a terminal; 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--metrics", options.metrics,
+                 "write one JSON object a step to this file (JSON Lines): "
+                 "step, loss, ms, tokens or samples a second");
   app.add_option("--yield-when-idle", options.yieldWhenIdle,
                  "ranks waiting in a collective sleep instead of spinning: "
                  "on, off, or auto (default): when the ranks exceed the "

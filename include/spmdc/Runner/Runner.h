@@ -47,6 +47,13 @@ struct RunOptions {
   /// or yield when the ranks exceed the cores ("auto";
   /// docs/reliability.md).
   std::string yieldWhenIdle = "auto";
+  /// A progress line on stderr every N steps (loss, ms a step, tokens or
+  /// samples a second, time left) and a summary at the end; 0: none; -1:
+  /// every step when stderr is a terminal, else none.
+  int logEvery = -1;
+  /// Where to write one JSON object a step (`--metrics FILE.jsonl`);
+  /// empty: nowhere.
+  std::string metrics;
 };
 
 /// Runs `options.input` for `options.steps` steps and gives the exit code:
