@@ -122,7 +122,8 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main,
   llvm::DenseSet<Operation *> linearMatmuls;
   for (const Linear &linear : linears)
     linearMatmuls.insert(linear.matmul);
-  SmallVector<int> kind(linears.size(), 0); // 1 column, 2 row
+  // Row-parallel layers; the others are column-parallel.
+  SmallVector<bool> isRow(linears.size(), false);
   auto reaches = [&](Value from) {
     SmallVector<Value> work{from};
     while (!work.empty()) {
@@ -136,12 +137,9 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main,
     }
   };
   for (auto [i, linear] : llvm::enumerate(linears)) {
-    if (split.contains(linear.matmul.getLhs())) {
-      kind[i] = 2;
-    } else {
-      kind[i] = 1;
+    isRow[i] = split.contains(linear.matmul.getLhs());
+    if (!isRow[i])
       reaches(linear.output);
-    }
   }
   llvm::StringMap<int64_t> layout;
   if (splitVocabulary)
@@ -151,19 +149,21 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main,
             !table.empty())
           layout[table] = 0;
   for (auto [i, linear] : llvm::enumerate(linears)) {
-    if (kind[i] == 2) {
+    if (isRow[i]) {
       layout[linear.weight] = linear.inDim;
       continue;
     }
     // A column layer split on its output features: one that feeds a row
     // layer, or a head when the vocabulary is split.
-    split.clear();
-    reaches(linear.output);
-    bool feedsRow = llvm::any_of(llvm::enumerate(linears), [&](auto other) {
-      return kind[other.index()] == 2 &&
-             split.contains(other.value().matmul.getLhs());
-    });
-    if (!feedsRow && !splitVocabulary)
+    auto feedsRow = [&] {
+      split.clear();
+      reaches(linear.output);
+      return llvm::any_of(llvm::enumerate(linears), [&](auto other) {
+        return isRow[other.index()] &&
+               split.contains(other.value().matmul.getLhs());
+      });
+    };
+    if (!splitVocabulary && !feedsRow())
       continue;
     layout[linear.weight] = linear.outDim;
     if (!linear.bias.empty())

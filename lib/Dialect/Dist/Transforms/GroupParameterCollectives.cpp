@@ -251,20 +251,31 @@ OpBuilder builderAt(Operation *after, Block &block) {
   return b;
 }
 
+/// Where each member's shard (`shardOf`) starts in one rank's block of the
+/// flat buffer; returns the block's size.
+int64_t layOutShards(ArrayRef<Operation *> members,
+                     function_ref<Value(Operation *)> shardOf,
+                     SmallVectorImpl<int64_t> &offsets) {
+  int64_t total = 0;
+  for (Operation *m : members) {
+    offsets.push_back(total);
+    total += typeOf(shardOf(m)).getNumElements();
+  }
+  return total;
+}
+
 /// One all-gather for `members` (all-gathers over dim 0).
 void fuseGathers(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
   auto first = cast<AllGatherOp>(members.front());
   Location loc = first.getLoc();
   int64_t parts = typeOf(first.getResult()).getDimSize(0) /
                   typeOf(first.getInput()).getDimSize(0);
-  SmallVector<Value> flat;
   SmallVector<int64_t> offsets;
-  int64_t total = 0;
-  for (Operation *m : members) {
-    offsets.push_back(total);
-    total += typeOf(m->getOperand(0)).getNumElements();
+  int64_t total = layOutShards(
+      members, [](Operation *m) { return m->getOperand(0); }, offsets);
+  SmallVector<Value> flat;
+  for (Operation *m : members)
     flat.push_back(flatten(b, loc, m->getOperand(0)));
-  }
   Type element = typeOf(first.getInput()).getElementType();
   auto gathered = AllGatherOp::create(
       b, loc, RankedTensorType::get({parts * total}, element),
@@ -295,11 +306,8 @@ void fuseScatters(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
                   typeOf(last.getResult()).getDimSize(0);
   SmallVector<Value> pieces;
   SmallVector<int64_t> offsets;
-  int64_t total = 0;
-  for (Operation *m : members) {
-    offsets.push_back(total);
-    total += typeOf(m->getResult(0)).getNumElements();
-  }
+  int64_t total = layOutShards(
+      members, [](Operation *m) { return m->getResult(0); }, offsets);
   for (int64_t r = 0; r < parts; ++r)
     for (Operation *m : members) {
       int64_t chunk = typeOf(m->getResult(0)).getDimSize(0);
