@@ -91,21 +91,24 @@ static void addToBuffers(OpPassManager &pm) {
 /// Deallocations placed; those that free nothing dropped. Dropping them
 /// removes the ownership flags placement threads through loops writing a
 /// buffer in place (a scatter), which would otherwise keep such a loop on
-/// the host (cuda) or out of a nest of its own (cpu).
-static void addDeallocations(OpPassManager &pm) {
+/// the host (cuda) or out of a nest of its own (cpu). On the host, each
+/// buffer is then freed after its last use rather than at its block's end.
+static void addDeallocations(OpPassManager &pm, bool onHost) {
   pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createDropSelfRetainingDeallocs());
   pm.addPass(createCanonicalizerPass());
+  if (onHost)
+    pm.addPass(createFreeAfterLastUse());
 }
 
 /// Every loop nest in the form of a GPU kernel: parallel loops over blocks
 /// and threads (--form-gpu-kernels fuses row-wise neighbours first).
 /// Deallocations are placed but not lowered yet, so their helper loops stay
 /// host code.
-static void addToKernelLoops(OpPassManager &pm) {
+static void addToKernelLoops(OpPassManager &pm, bool onHost) {
   pm.addPass(createPrepareLinalgForGpu());
-  addDeallocations(pm);
+  addDeallocations(pm, onHost);
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFormGpuKernels());
@@ -202,12 +205,12 @@ void buildLoweringPipeline(OpPassManager &pm, const LoweringOptions &options) {
     pm.addPass(arith::createArithExpandOpsPass(expand));
   }
   if (options.target == Target::Cuda) {
-    addToKernelLoops(pm);
+    addToKernelLoops(pm, /*onHost=*/false);
     addCudaToLLVM(pm, options.cudaArch);
   } else if (options.gpuKernelsOnCpu) {
     // The CUDA target's kernel loops, run by the host: checks them on
     // machines without a GPU.
-    addToKernelLoops(pm);
+    addToKernelLoops(pm, /*onHost=*/true);
     addHostToLLVM(pm);
   } else {
     // Loops in 8-wide SIMD where the innermost loop reads and writes
@@ -215,7 +218,7 @@ void buildLoweringPipeline(OpPassManager &pm, const LoweringOptions &options) {
     // mis-lowered here), then one function per loop nest. Without the
     // ownership flags threaded through scatter loops, those loops are nests
     // of their own, and the glue between nests has none.
-    addDeallocations(pm);
+    addDeallocations(pm, /*onHost=*/true);
     pm.addPass(createConvertLinalgToAffineLoopsPass());
     VectorizeAffineLoopsOptions vectorize;
     vectorize.vectorSize = 8;

@@ -186,6 +186,28 @@ def UniqueKernelNames : Pass<"unique-kernel-names", "::mlir::ModuleOp"> {
   }];
 }
 
+def FreeAfterLastUse : Pass<"free-after-last-use", "::mlir::ModuleOp"> {
+  let summary = "Free each buffer right after its last use";
+  let description = [{
+    `ownership-based-buffer-deallocation` frees the buffers of a block in
+    one `bufferization.dealloc` at its end, so every intermediate of a
+    step's backward lives until the backward returns. This pass takes each
+    buffer of such a dealloc whose alias class (the buffer and the views
+    made from it or it from, transitively) is neither retained nor escapes
+    (returned, yielded, taken as a pointer, or passed to an op that returns
+    a memref without being a view) and frees it in a dealloc of its own
+    after the last op of the block that uses any member of the class.
+    Buffers used in other blocks, or whose ownership condition is not known
+    by then, stay where they were. The dealloc keeps what it retained: the
+    buffers taken from it alias none of that.
+
+    The CPU pipelines run it. The CUDA target does not yet: its frees
+    return buffers to a pool, and that every later writer of a reused
+    buffer is ordered after the kernels still reading it has not been
+    checked on a GPU.
+  }];
+}
+
 def DropSelfRetainingDeallocs
     : Pass<"drop-self-retaining-deallocs", "::mlir::ModuleOp"> {
   let summary = "Remove deallocations that retain the one buffer they free";
