@@ -67,7 +67,8 @@ const char *cudaArchName(CudaArch arch) {
 /// The signature's attributes go (they have been read); collectives and
 /// f32/f64/bf16 matmuls become runtime calls on buffers
 /// (MPI or NCCL, BLAS or cuBLAS; GEMMs read transposed operands in place);
-/// then linalg on tensors, elementwise fusion and one-shot bufferization
+/// then linalg on tensors, elementwise fusion, large splat constants as
+/// fills (not globals of their size) and one-shot bufferization
 /// across the step's functions, with identity layouts at their boundaries,
 /// its constant globals then named in a fixed order. Buffers keep malloc's
 /// own alignment (16 bytes; the vectorized loops' loads and stores need 4),
@@ -79,6 +80,7 @@ static void addToBuffers(OpPassManager &pm) {
   pm.addPass(createConvertTgMatmulToBlas());
   pm.addPass(createConvertTgToLinalg());
   pm.addPass(createFuseElementwise());
+  pm.addPass(createSplatConstantsToFills());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -93,6 +95,7 @@ static void addToBuffers(OpPassManager &pm) {
 /// buffer in place (a scatter), which would otherwise keep such a loop on
 /// the host (cuda) or out of a nest of its own (cpu). On the host, each
 /// buffer is then freed after its last use rather than at its block's end.
+/// The most bytes the buffers then hold at once is recorded for the report.
 static void addDeallocations(OpPassManager &pm, bool onHost) {
   pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
   pm.addPass(createCanonicalizerPass());
@@ -100,6 +103,7 @@ static void addDeallocations(OpPassManager &pm, bool onHost) {
   pm.addPass(createCanonicalizerPass());
   if (onHost)
     pm.addPass(createFreeAfterLastUse());
+  pm.addPass(createRecordBufferPeak());
 }
 
 /// Every loop nest in the form of a GPU kernel: parallel loops over blocks

@@ -233,9 +233,19 @@ std::string buildCompileReport(ModuleOp module, double compileMs) {
       {"partition", partition},
       {"collectives", collectives},
       {"per_rank", perRank},
+      // The lowering replaces the estimate by the step's buffers' own.
+      {"peak_memory_of", "tensors"},
       {"compile_ms", compileMs},
   };
   return report.dump(2) + "\n";
+}
+
+std::string withBufferPeak(const std::string &report, int64_t peakBytes) {
+  nlohmann::ordered_json json = nlohmann::ordered_json::parse(report);
+  for (auto &rank : json["per_rank"])
+    rank["peak_memory_bytes"] = peakBytes;
+  json["peak_memory_of"] = "buffers";
+  return json.dump(2) + "\n";
 }
 
 } // namespace spmdc

@@ -330,19 +330,29 @@ int main(int argc, char **argv) {
       }))
     return rc;
 
+  // The report is of the sharded graph; written once the lowering, if it
+  // runs, has measured the step's buffers.
+  std::string report;
   if (!options.report.empty()) {
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - started)
                     .count();
-    std::string report = spmdc::buildCompileReport(*module, ms);
-    if (!writeOutput(options.report, errorMessage,
-                     [&](const spmdc::rt::ByteSink &sink, std::string &) {
-                       return sink(report.data(), report.size());
-                     })) {
-      llvm::errs() << "spmdc: error: " << errorMessage << "\n";
-      return 1;
-    }
+    report = spmdc::buildCompileReport(*module, ms);
   }
+  auto writeReport = [&]() {
+    if (options.report.empty())
+      return true;
+    if (auto peak =
+            (*module)->getAttrOfType<IntegerAttr>("spmdc.buffer_peak_bytes"))
+      report = spmdc::withBufferPeak(report, peak.getInt());
+    if (writeOutput(options.report, errorMessage,
+                    [&](const spmdc::rt::ByteSink &sink, std::string &) {
+                      return sink(report.data(), report.size());
+                    }))
+      return true;
+    llvm::errs() << "spmdc: error: " << errorMessage << "\n";
+    return false;
+  };
 
   std::optional<spmdc::ModuleFile> moduleFile;
   if (pipeline.emit == spmdc::Stage::Module) {
@@ -360,6 +370,8 @@ int main(int argc, char **argv) {
       return rc;
   }
 
+  if (!writeReport())
+    return 1;
   if (!options.ptxDir.empty() && failed(writeKernels(*module, options.ptxDir)))
     return 1;
 

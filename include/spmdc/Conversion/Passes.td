@@ -208,6 +208,25 @@ def FreeAfterLastUse : Pass<"free-after-last-use", "::mlir::ModuleOp"> {
   }];
 }
 
+def RecordBufferPeak : Pass<"record-buffer-peak", "::mlir::ModuleOp"> {
+  let summary = "Record the most bytes the step's buffers hold at once";
+  let description = [{
+    Runs the entry function's body in program order on its buffers, after
+    deallocation is placed: a `memref.alloc` adds its bytes, a
+    `bufferization.dealloc` (of what it does not retain) or `memref.dealloc`
+    subtracts them, a call runs its callee (what the callee returns stays
+    held), and a loop or branch adds the buffers it allocates inside while
+    it runs. The highest total, plus the bytes of the entry's arguments, is
+    set on the module as `spmdc.buffer_peak_bytes`; `spmdc --report` gives
+    it as `peak_memory_bytes`. It is what the compiled step allocates: the
+    tensor-level estimate counts values that fusion never allocates.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"main\"",
+           "the function a step runs">,
+  ];
+}
+
 def DropSelfRetainingDeallocs
     : Pass<"drop-self-retaining-deallocs", "::mlir::ModuleOp"> {
   let summary = "Remove deallocations that retain the one buffer they free";
@@ -266,6 +285,27 @@ def FormGpuKernels : Pass<"form-gpu-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def SplatConstantsToFills
+    : Pass<"splat-constants-to-fills", "::mlir::ModuleOp"> {
+  let summary = "Large splat tensor constants as linalg.fill of tensor.empty";
+  let description = [{
+    Bufferized, a tensor constant becomes a global of its full size in the
+    module's native code, copied into a fresh buffer wherever it is written:
+    GPT-2 small's scatter loops (the adjoints of its embeddings and of the
+    cross-entropy's gather) start from zeros of the embedding table's and
+    the logits' shapes, 258 MB of zeros read at every start and copied at
+    every step. This pass makes each splat constant of at least `min-bytes`
+    bytes a `linalg.fill` of a `tensor.empty`, which bufferizes to one
+    allocation written once. Small constants (shapes, scalars) stay.
+  }];
+  let options = [
+    Option<"minBytes", "min-bytes", "uint64_t", /*default=*/"4096",
+           "the smallest constant, in bytes, made a fill">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def FuseElementwise : Pass<"fuse-elementwise", "::mlir::ModuleOp"> {

@@ -1,8 +1,9 @@
 //===- CompileReport.h - the --report JSON of a compiled step ---*- C++ -*-===//
 //
 // States what one training step costs: parameter, gradient, optimizer-state
-// and saved-activation bytes per rank, a peak-memory estimate from the
-// liveness of every value, the collectives (none before sharding) and the
+// and saved-activation bytes per rank, the peak memory (of the lowered
+// step's buffers, or before lowering from the liveness of every value),
+// the collectives (none before sharding) and the
 // partitioner's figures. Format: GUIDE.md section 1, docs/report.md.
 //
 //===----------------------------------------------------------------------===//
@@ -22,6 +23,10 @@ int64_t estimatePeakMemory(mlir::ModuleOp module);
 
 /// The report of `module` (the output of the pipeline) as JSON text.
 std::string buildCompileReport(mlir::ModuleOp module, double compileMs);
+
+/// `report` with each rank's peak_memory_bytes the lowered step's own
+/// (--record-buffer-peak), in place of the estimate from the tensor graph.
+std::string withBufferPeak(const std::string &report, int64_t peakBytes);
 
 } // namespace spmdc
 
