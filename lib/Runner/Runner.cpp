@@ -533,11 +533,11 @@ std::optional<int> Run::runSteps() {
     if (stepsPeakKnown && options.steps > 0)
       spdlog::info("rank {}: peak resident memory in the steps {:.1f} MiB",
                    localRanks[0], peakResidentSinceResetMiB());
-  }
-  else
+  } else {
     spdlog::info("ranks 0 to {} (one process): peak resident memory {:.1f} "
                  "MiB",
                  localRanks.size() - 1, peakResidentMiB());
+  }
   return std::nullopt;
 }
 
