@@ -4,6 +4,7 @@
 #include "spmdc/Dialect/Dist/IR/Dist.h"
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+#include "spmdc/Support/Bytes.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
@@ -16,11 +17,7 @@ using namespace mlir;
 namespace spmdc {
 
 static int64_t bytesOf(Type type) {
-  auto tensor = llvm::dyn_cast<RankedTensorType>(type);
-  if (!tensor)
-    return 0;
-  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
-  return tensor.getNumElements() * std::max<int64_t>(1, bits / 8);
+  return isa<RankedTensorType>(type) ? storageBytes(type) : 0;
 }
 
 /// The most bytes live at once inside `fn` beyond its arguments: each value

@@ -111,15 +111,16 @@ struct FreeAfterLastUsePass
     // the dealloc frees a buffer once however many of its views it names,
     // so a class moves as one.
     SmallVector<AliasClass> classes;
+    llvm::DenseMap<Value, unsigned> classOfMember;
     llvm::MapVector<unsigned, SmallVector<unsigned>> operandsOfClass;
-    for (auto [index, value] : llvm::enumerate(dealloc.getMemrefs())) {
-      Value memref = value;
-      auto known = llvm::find_if(classes, [&](const AliasClass &c) {
-        return c.members.contains(memref);
-      });
-      unsigned classIndex = known - classes.begin();
-      if (known == classes.end())
+    for (auto [index, memref] : llvm::enumerate(dealloc.getMemrefs())) {
+      unsigned classIndex =
+          classOfMember.try_emplace(memref, classes.size()).first->second;
+      if (classIndex == classes.size()) {
         classes.push_back(aliasClassOf(memref));
+        for (Value member : classes.back().members)
+          classOfMember.try_emplace(member, classIndex);
+      }
       operandsOfClass[classIndex].push_back(index);
     }
     SmallVector<bool> moved(dealloc.getMemrefs().size(), false);
@@ -148,7 +149,7 @@ struct FreeAfterLastUsePass
       bufferization::DeallocOp::create(b, dealloc.getLoc(), memrefs,
                                        conditions, ValueRange());
     }
-    if (llvm::none_of(moved, [](bool m) { return m; }))
+    if (!llvm::is_contained(moved, true))
       return;
     // What stays, retaining what it retained: the moved buffers alias none
     // of it, so the ownership it returns for each retained value is the same.

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Conversion/Passes.h"
+#include "spmdc/Support/Bytes.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -22,15 +23,6 @@ namespace spmdc {
 using namespace mlir;
 
 namespace {
-
-int64_t bytesOf(Type type) {
-  auto memref = dyn_cast<MemRefType>(type);
-  if (!memref || !memref.hasStaticShape())
-    return 0;
-  Type element = memref.getElementType();
-  int64_t bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
-  return memref.getNumElements() * std::max<int64_t>(1, bits / 8);
-}
 
 /// The buffer a view is of: views followed back to where they start.
 Value bufferOf(Value value) {
@@ -62,7 +54,7 @@ public:
     SmallVector<Value> results;
     for (Operation &op : body) {
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-        allocate(alloc.getResult(), bytesOf(alloc.getType()));
+        allocate(alloc.getResult(), spmdc::storageBytes(alloc.getType()));
       } else if (auto dealloc = dyn_cast<bufferization::DeallocOp>(op)) {
         llvm::SmallPtrSet<Value, 8> kept;
         for (Value retained : dealloc.getRetained())
@@ -95,7 +87,7 @@ public:
         // A loop's or branch's own buffers live inside it: their most at once.
         int64_t inside = 0;
         op.walk([&](memref::AllocOp alloc) {
-          inside += bytesOf(alloc.getType());
+          inside += spmdc::storageBytes(alloc.getType());
         });
         peak = std::max(peak, live + inside);
       }
@@ -135,7 +127,7 @@ struct RecordBufferPeakPass
       return;
     int64_t arguments = 0;
     for (Type type : main.getArgumentTypes())
-      arguments += bytesOf(type);
+      arguments += spmdc::storageBytes(type);
     SymbolTableCollection symbols;
     BufferSimulation simulation(symbols);
     simulation.call(main, SmallVector<Value>(main.getNumArguments()));

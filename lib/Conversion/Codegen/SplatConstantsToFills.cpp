@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Conversion/Passes.h"
+#include "spmdc/Support/Bytes.h"
 
 namespace spmdc {
 #define GEN_PASS_DEF_SPLATCONSTANTSTOFILLS
@@ -29,12 +30,8 @@ struct SplatConstantsToFillsPass
     getOperation().walk([&](arith::ConstantOp constant) {
       auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
       auto type = dyn_cast<RankedTensorType>(constant.getType());
-      if (splat && type && type.hasStaticShape() &&
-          type.getElementType().isIntOrFloat() &&
-          type.getNumElements() *
-                  std::max<int64_t>(
-                      1, type.getElementType().getIntOrFloatBitWidth() / 8) >=
-              static_cast<int64_t>(minBytes))
+      if (splat && type && type.getElementType().isIntOrFloat() &&
+          spmdc::storageBytes(type) >= static_cast<int64_t>(minBytes))
         large.push_back(constant);
     });
     for (arith::ConstantOp constant : large) {

@@ -2,6 +2,7 @@
 
 #include "ShardingPlan.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
+#include "spmdc/Support/Bytes.h"
 
 using namespace mlir;
 using spmdc::tg::ShardingRule;
@@ -9,11 +10,7 @@ using spmdc::tg::typeOf;
 
 namespace spmdc::dist {
 
-int64_t bytesOf(Value v) {
-  RankedTensorType type = typeOf(v);
-  int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-  return type.getNumElements() * std::max<int64_t>(1, bits / 8);
-}
+int64_t bytesOf(Value v) { return storageBytes(typeOf(v)); }
 
 FactorAxes assignFactors(const ShardingRule &rule, SmallVector<Source> sources,
                          const Mesh &mesh,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+#include "spmdc/Support/Bytes.h"
 
 using namespace mlir;
 
@@ -17,11 +18,7 @@ static int64_t elementsOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
 }
 
-static int64_t bytesOf(Value v) {
-  auto type = llvm::cast<RankedTensorType>(v.getType());
-  int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-  return type.getNumElements() * std::max<int64_t>(1, bits / 8);
-}
+static int64_t bytesOf(Value v) { return storageBytes(v.getType()); }
 
 int64_t defaultFlops(Operation *op) {
   if (!op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() == 0)

@@ -18,6 +18,7 @@
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
+#include "spmdc/Support/Bytes.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
@@ -38,11 +39,7 @@ using namespace spmdc::tg;
 namespace {
 
 /// Bytes of a tensor value (i1 takes a byte).
-int64_t bytesOf(Value v) {
-  RankedTensorType type = typeOf(v);
-  int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-  return type.getNumElements() * std::max<int64_t>(1, bits / 8);
-}
+int64_t bytesOf(Value v) { return spmdc::storageBytes(typeOf(v)); }
 
 /// Cheap ops the backward may recompute instead of loading (the op says
 /// so: TG_Recomputable).
