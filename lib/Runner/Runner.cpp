@@ -15,6 +15,7 @@
 #include "spmdc/Module/ModuleFile.h"
 #include "spmdc/Runner/CompiledStep.h"
 #include "spmdc/Runner/CudaRuntimeLibrary.h"
+#include "spmdc/Runner/Dataset.h"
 #include "spmdc/Runner/Inputs.h"
 #include "spmdc/Runner/Relaunch.h"
 #include "spmdc/Runner/SavedTensors.h"
@@ -105,6 +106,9 @@ private:
   std::optional<int> save();
   /// One step on all local ranks.
   FailureOr<RankValues> runStep();
+  /// fail(), for an error this rank may meet alone (a bad token id in its
+  /// slice of a batch): a rank other than 0 says it too, naming itself.
+  int failOnThisRank(const std::string &message);
 
   const RunOptions &options;
   int argc;
@@ -131,6 +135,8 @@ private:
   llvm::SmallString<128> stdinCopy;
   RankValues args;
   std::vector<std::pair<size_t, size_t>> feedback;
+  /// The arguments --dataset gives a new batch every step.
+  std::vector<size_t> datasetArguments;
   std::optional<size_t> lossIndex;
   RankValues lastOutputs;
 };
@@ -283,6 +289,21 @@ std::optional<int> Run::buildInputs() {
   }
   if (!inputs.openFiles(options.params, options.data, errorMessage))
     return fail(errorMessage);
+  if (!options.dataset.empty()) {
+    DatasetOptions datasetOptions{options.dataset, options.datasetDtype,
+                                  options.shuffle, options.seed};
+    std::vector<tg::GraphValueInfo> logical = signature.arguments;
+    for (size_t i = 0; i < logical.size(); ++i)
+      logical[i].type = signature.argumentShardings[i].logicalType;
+    inputs.dataset = Dataset::open(datasetOptions, logical, errorMessage);
+    if (!inputs.dataset)
+      return fail(errorMessage);
+    spdlog::info("dataset {}", inputs.dataset->summary());
+    for (size_t i = 0; i < logical.size(); ++i)
+      if (logical[i].role == tg::Role::data &&
+          inputs.dataset->feeds(logical[i].name))
+        datasetArguments.push_back(i);
+  }
   // A module's initial values: a rank reads its blocks from the module's
   // weights section (from a copy in a file if the module came on stdin).
   if (moduleFile && moduleFile->weightsBytes) {
@@ -303,7 +324,7 @@ std::optional<int> Run::buildInputs() {
   }
   if (!scatterArguments(signature, localRanks, inputs, options.f64,
                         compiled.get(), args, errorMessage))
-    return fail(errorMessage);
+    return inputs.dataset ? failOnThisRank(errorMessage) : fail(errorMessage);
   return std::nullopt;
 }
 
@@ -354,6 +375,15 @@ FailureOr<RankValues> Run::runStep() {
     return failure();
   }
   return results;
+}
+
+int Run::failOnThisRank(const std::string &message) {
+  if (!underMpi || localRanks.front() == 0)
+    return fail(message);
+  // One write, as fail() does.
+  llvm::errs() << ("spmd-run: error: rank " +
+                   std::to_string(localRanks.front()) + ": " + message + "\n");
+  return 1;
 }
 
 /// The most memory this process has held resident, in MiB.
@@ -468,6 +498,15 @@ std::optional<int> Run::runSteps() {
         llvm::is_contained(localRanks, injectedExit->first)) {
       std::fflush(stdout);
       std::exit(3);
+    }
+    // A new batch: step k draws batch k - 1 (the first was built with the
+    // other inputs). Outside the step's time, which benchmarks read.
+    if (step > 1 && !datasetArguments.empty()) {
+      inputs.batch = step - 1;
+      if (!rescatterArguments(signature, datasetArguments, localRanks, inputs,
+                              options.f64, compiled.get(), args, errorMessage))
+        return failOnThisRank("step " + std::to_string(step) + ": " +
+                              errorMessage);
     }
     auto started = std::chrono::steady_clock::now();
     double traceStart = rt::trace::nowMicros();

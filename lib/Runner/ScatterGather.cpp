@@ -132,48 +132,71 @@ Tensor assemble(const RankValues &perRank, size_t index, const Sharded &sharded,
   return logical;
 }
 
+/// Builds each of `localRanks`' block of argument `i` (see
+/// scatterArguments).
+bool scatterArgument(const StepSignature &signature, size_t i,
+                     llvm::ArrayRef<int64_t> localRanks, InputBuilder &inputs,
+                     bool f64, CompiledStep *compiled, RankValues &args,
+                     std::string &error) {
+  const dist::Mesh &mesh = signature.mesh;
+  tg::GraphValueInfo logicalInfo = signature.arguments[i];
+  logicalInfo.type = signature.argumentShardings[i].logicalType;
+  for (size_t k = 0; k < localRanks.size(); ++k) {
+    llvm::SmallVector<int64_t> offsets, sizes;
+    signature.argumentShardings[i].sharding.blockOf(
+        localRanks[k], logicalInfo.type.getShape(), mesh, offsets, sizes);
+    Tensor &block = args[k][i];
+    if (!inputs.build(logicalInfo, {offsets.begin(), offsets.end()},
+                      {sizes.begin(), sizes.end()}, block, error))
+      return false;
+    // A chunk that reaches into a padded dim's padding: zeros there.
+    llvm::ArrayRef<int64_t> local = signature.arguments[i].type.getShape();
+    if (!llvm::equal(block.shape, local)) {
+      Tensor padded(Shape(local.begin(), local.end()));
+      addBlock(padded, block, llvm::SmallVector<int64_t>(local.size(), 0),
+               sizes);
+      block = std::move(padded);
+    }
+    // An f32 argument holds f32 values, whatever the file or init gave. A
+    // compiled module's store into its buffers rounds the same way (a
+    // cast), except through f32 for bf16, so only those are rounded here.
+    Type element = signature.arguments[i].type.getElementType();
+    bool roundedByStore = compiled && !element.isF16() && !element.isBF16();
+    if (!f64 && !roundedByStore)
+      for (double &v : block.data)
+        v = interp::roundToElementType(v, element);
+    if (compiled) {
+      compiled->stage(i, block);
+      std::vector<double>().swap(block.data);
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 bool scatterArguments(const StepSignature &signature,
                       llvm::ArrayRef<int64_t> localRanks, InputBuilder &inputs,
                       bool f64, CompiledStep *compiled, RankValues &args,
                       std::string &error) {
-  const dist::Mesh &mesh = signature.mesh;
   args.assign(localRanks.size(),
               std::vector<Tensor>(signature.arguments.size()));
-  for (size_t i = 0; i < signature.arguments.size(); ++i) {
-    tg::GraphValueInfo logicalInfo = signature.arguments[i];
-    logicalInfo.type = signature.argumentShardings[i].logicalType;
-    for (size_t k = 0; k < localRanks.size(); ++k) {
-      llvm::SmallVector<int64_t> offsets, sizes;
-      signature.argumentShardings[i].sharding.blockOf(
-          localRanks[k], logicalInfo.type.getShape(), mesh, offsets, sizes);
-      Tensor &block = args[k][i];
-      if (!inputs.build(logicalInfo, {offsets.begin(), offsets.end()},
-                        {sizes.begin(), sizes.end()}, block, error))
-        return false;
-      // A chunk that reaches into a padded dim's padding: zeros there.
-      llvm::ArrayRef<int64_t> local = signature.arguments[i].type.getShape();
-      if (!llvm::equal(block.shape, local)) {
-        Tensor padded(Shape(local.begin(), local.end()));
-        addBlock(padded, block, llvm::SmallVector<int64_t>(local.size(), 0),
-                 sizes);
-        block = std::move(padded);
-      }
-      // An f32 argument holds f32 values, whatever the file or init gave. A
-      // compiled module's store into its buffers rounds the same way (a
-      // cast), except through f32 for bf16, so only those are rounded here.
-      Type element = signature.arguments[i].type.getElementType();
-      bool roundedByStore = compiled && !element.isF16() && !element.isBF16();
-      if (!f64 && !roundedByStore)
-        for (double &v : block.data)
-          v = interp::roundToElementType(v, element);
-      if (compiled) {
-        compiled->stage(i, block);
-        std::vector<double>().swap(block.data);
-      }
-    }
-  }
+  for (size_t i = 0; i < signature.arguments.size(); ++i)
+    if (!scatterArgument(signature, i, localRanks, inputs, f64, compiled, args,
+                         error))
+      return false;
+  return true;
+}
+
+bool rescatterArguments(const StepSignature &signature,
+                        llvm::ArrayRef<size_t> indices,
+                        llvm::ArrayRef<int64_t> localRanks,
+                        InputBuilder &inputs, bool f64, CompiledStep *compiled,
+                        RankValues &args, std::string &error) {
+  for (size_t i : indices)
+    if (!scatterArgument(signature, i, localRanks, inputs, f64, compiled, args,
+                         error))
+      return false;
   return true;
 }
 

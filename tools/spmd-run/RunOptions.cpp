@@ -27,10 +27,28 @@ std::optional<int> parseRunOptions(int argc, char **argv,
   app.add_option("--params", options.params,
                  "safetensors file of logical parameters (and optimizer "
                  "state) by name");
-  app.add_option("--data", options.data,
-                 "safetensors file of logical data inputs by name");
+  CLI::Option *data =
+      app.add_option("--data", options.data,
+                     "safetensors file of logical data inputs by name (one "
+                     "batch, every step)");
+  CLI::Option *dataset =
+      app.add_option("--dataset", options.dataset,
+                     "a new batch of the data inputs every step from this "
+                     "file: uint16 token ids (nanoGPT's train.bin), uint32 "
+                     "(*.u32.bin), or safetensors with a leading sample dim")
+          ->excludes(data);
+  app.add_option("--dataset-dtype", options.datasetDtype,
+                 "token width of a --dataset token file (default: u32 for "
+                 "*.u32.bin, else u16)")
+      ->check(CLI::IsMember({"u16", "u32"}))
+      ->needs(dataset);
+  app.add_flag("--shuffle", options.shuffle,
+               "draw --dataset batches at random from --seed: random "
+               "windows of a token file, a permutation a pass of samples")
+      ->needs(dataset);
   app.add_option("--seed", options.seed,
-                 "seed of the deterministic values of tensors not in a file");
+                 "seed of the deterministic values of tensors not in a file, "
+                 "and of --shuffle");
   app.add_option("--save-params", options.saveParams,
                  "write the logical parameters after the last step here");
   app.add_option("--save-outputs", options.saveOutputs,

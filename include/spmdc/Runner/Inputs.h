@@ -27,6 +27,8 @@ struct GraphValueInfo;
 
 namespace spmdc::runner {
 
+class Dataset;
+
 class InputBuilder {
 public:
   /// `seed`: the deterministic initialisation's.
@@ -35,6 +37,11 @@ public:
 
   /// Initial values a compiled module carries: its weights section.
   std::unique_ptr<rt::SafeTensorsReader> moduleWeights;
+
+  /// The data inputs of each step, where --dataset gives them, and the
+  /// batch to draw from it (0 for the first step).
+  std::unique_ptr<Dataset> dataset;
+  int64_t batch = 0;
 
   /// Opens the --params and --data files (empty: none); false with `error`
   /// set on failure.

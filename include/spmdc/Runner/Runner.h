@@ -25,7 +25,15 @@ struct RunOptions {
   /// data inputs, by name; empty: none.
   std::string params;
   std::string data;
-  /// Seed of the deterministic values of tensors no file gives.
+  /// A dataset that gives the data inputs a new batch every step
+  /// (Dataset.h): a token file or a safetensors file of samples; empty:
+  /// none. `datasetDtype`: "u16", "u32" or empty (by the file's suffix).
+  std::string dataset;
+  std::string datasetDtype;
+  /// Draw the dataset's batches at random from `seed`.
+  bool shuffle = false;
+  /// Seed of the deterministic values of tensors no file gives, and of
+  /// --shuffle.
   uint64_t seed = 0;
   /// Where to write the logical parameters after the last step, and the
   /// last step's other outputs; empty: nowhere.

@@ -40,6 +40,15 @@ bool scatterArguments(const StepSignature &signature,
                       bool f64, CompiledStep *compiled, RankValues &args,
                       std::string &error);
 
+/// Builds again each of `localRanks`' block of the arguments at `indices`
+/// into `args` (or the step's buffers), as scatterArguments does: the data
+/// inputs of a new batch (--dataset). False with `error` set.
+bool rescatterArguments(const StepSignature &signature,
+                        llvm::ArrayRef<size_t> indices,
+                        llvm::ArrayRef<int64_t> localRanks,
+                        InputBuilder &inputs, bool f64, CompiledStep *compiled,
+                        RankValues &args, std::string &error);
+
 /// Assembles logical tensors from the values of the ranks of this process:
 /// every rank of the mesh (the interpreter), or its own under mpirun, the
 /// others' gathered.
