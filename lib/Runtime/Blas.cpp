@@ -1,4 +1,12 @@
-//===- Blas.cpp - matmuls of compiled code through CBLAS ------------------===//
+//===- Blas.cpp - matmuls of compiled code through oneDNN or CBLAS --------===//
+//
+// f32 GEMMs go to oneDNN's dnnl_sgemm where the build found it: its JIT
+// picks the CPU's widest kernels (AVX-512 on Zen 4 and 5) whatever
+// OPENBLAS_CORETYPE says, and measured 8 to 12% faster than Debian's
+// OpenBLAS on GPT-2's shapes (docs/benchmarks.md). f64 GEMMs, and f32 where
+// oneDNN is absent or SPMDC_GEMM=openblas asks, go to the system's CBLAS.
+//
+//===----------------------------------------------------------------------===//
 
 #include "spmdc/Runtime/Blas.h"
 #include "spmdc/Runtime/FloatFormats.h"
@@ -21,6 +29,13 @@ void cblas_dgemm(int order, int transA, int transB, int m, int n, int k,
                  double alpha, const double *a, int lda, const double *b,
                  int ldb, double beta, double *c, int ldc);
 void openblas_set_num_threads(int threads) __attribute__((weak));
+void omp_set_num_threads(int threads) __attribute__((weak));
+// oneDNN's row-major SGEMM (oneapi/dnnl/dnnl.h; 0 is dnnl_success). Weak,
+// so that a link without oneDNN (spmd-run-portable) falls back to CBLAS.
+int dnnl_sgemm(char transa, char transb, int64_t m, int64_t n, int64_t k,
+               float alpha, const float *a, int64_t lda, const float *b,
+               int64_t ldb, float beta, float *c, int64_t ldc)
+    __attribute__((weak));
 }
 
 namespace {
@@ -30,14 +45,45 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 /// GEMM threads (spmd_blas_set_threads).
 int gemmThreads = 1;
 
+/// Both libraries start with a thread per core; a rank uses what it was
+/// given (oneDNN's threads are OpenMP's).
+void applyGemmThreads() {
+  if (openblas_set_num_threads)
+    openblas_set_num_threads(gemmThreads);
+  if (omp_set_num_threads)
+    omp_set_num_threads(gemmThreads);
+}
+
+/// Whether f32 GEMMs go to oneDNN: where it is linked in, unless the
+/// environment's SPMDC_GEMM is "openblas" (to measure one against the other).
+bool useOneDnn() {
+  static const bool use = [] {
+    const char *choice = std::getenv("SPMDC_GEMM");
+    return dnnl_sgemm && (!choice || std::strcmp(choice, "openblas") != 0);
+  }();
+  return use;
+}
+
+/// cblas_sgemm's signature over oneDNN's row-major dnnl_sgemm.
+void oneDnnSgemm(int order, int transA, int transB, int m, int n, int k,
+                 float alpha, const float *a, int lda, const float *b, int ldb,
+                 float beta, float *c, int ldc) {
+  if (dnnl_sgemm(transA == kTrans ? 'T' : 'N', transB == kTrans ? 'T' : 'N', m,
+                 n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0)
+    return;
+  cblas_sgemm(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+              ldc);
+}
+
+/// The f32 GEMM of this process.
+auto sgemm() { return useOneDnn() ? oneDnnSgemm : cblas_sgemm; }
+
 /// C = A @ B over `batches`, on row-major data of type T.
 template <typename T, typename Gemm>
 void gemmBatches(Gemm gemm, const spmdc::rt::MatmulBatches &batches,
                  const T *aData, const T *bData, T *cData) {
-  // OpenBLAS starts with a thread per core; a rank uses what it was given.
   static bool threadsSet = [] {
-    if (openblas_set_num_threads)
-      openblas_set_num_threads(gemmThreads);
+    applyGemmThreads();
     return true;
   }();
   (void)threadsSet;
@@ -131,14 +177,13 @@ float spmd_truncsfbf2(float value) {
 
 void spmd_blas_set_threads(int32_t threads) {
   gemmThreads = threads < 1 ? 1 : threads;
-  if (openblas_set_num_threads)
-    openblas_set_num_threads(gemmThreads);
+  applyGemmThreads();
 }
 
 void spmd_matmul_f32(int32_t trans_a, int32_t trans_b, int64_t a_rank,
                      void *a_desc, int64_t b_rank, void *b_desc, int64_t c_rank,
                      void *c_desc) {
-  matmul<float>(cblas_sgemm, trans_a, trans_b, a_rank, a_desc, b_rank, b_desc,
+  matmul<float>(sgemm(), trans_a, trans_b, a_rank, a_desc, b_rank, b_desc,
                 c_rank, c_desc);
 }
 
@@ -159,7 +204,7 @@ void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
   TracedGemm traced{o.batches};
   std::vector<float> a = widened(o.a), b = widened(o.b);
   std::vector<float> c(o.batches.count() * o.batches.m * o.batches.n);
-  gemmBatches<float>(cblas_sgemm, o.batches, a.data(), b.data(), c.data());
+  gemmBatches<float>(sgemm(), o.batches, a.data(), b.data(), c.data());
   auto *out = reinterpret_cast<uint16_t *>(o.c.data);
   for (size_t i = 0; i < c.size(); ++i)
     out[i] = spmdc::rt::toBF16(c[i]);

@@ -7,10 +7,11 @@
 |* semantics: op(a) is [..., m, k], op(b) [..., k, n], c [..., m, n]; batch *|
 |* dims broadcast NumPy style (a missing or size-1 dim repeats). trans_a   *|
 |* (trans_b) nonzero: a is stored [..., k, m] (b [..., n, k]) and read      *|
-|* transposed, which saves the copy a tg.transpose would make. GEMMs       *|
-|* through the system's CBLAS (OpenBLAS), on one thread unless             *|
-|* spmd_blas_set_threads says more (spmd-run --threads: a rank with more   *|
-|* than one core).                                                          *|
+|* transposed, which saves the copy a tg.transpose would make. f32 GEMMs   *|
+|* through oneDNN where it was built in (SPMDC_GEMM=openblas: the CBLAS    *|
+|* instead), f64 through the system's CBLAS (OpenBLAS), on one thread      *|
+|* unless spmd_blas_set_threads says more (spmd-run --threads: a rank with *|
+|* more than one core).                                                     *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
