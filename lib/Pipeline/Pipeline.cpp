@@ -254,6 +254,8 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
       opt.beta2 = *o.beta2;
     if (o.eps)
       opt.eps = *o.eps;
+    if (o.clipGradNorm)
+      opt.clipGradNorm = *o.clipGradNorm;
     pm.addPass(tg::createTgOptimizer(opt));
   }
   if (options.emit >= Stage::Partition) {

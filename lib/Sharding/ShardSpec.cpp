@@ -11,6 +11,8 @@
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+
 using namespace mlir;
 using json = nlohmann::json;
 
@@ -187,7 +189,7 @@ LogicalResult SpecParser::parseOptimizer(const json &optimizer,
                                          ShardSpec &spec) {
   if (failed(checkJsonKeys(context, fileName, optimizer, "/optimizer",
                            {"name", "lr", "momentum", "weight_decay", "beta1",
-                            "beta2", "eps"},
+                            "beta2", "eps", "clip_grad_norm"},
                            {})))
     return failure();
   for (auto it = optimizer.begin(); it != optimizer.end(); ++it) {
@@ -201,6 +203,11 @@ LogicalResult SpecParser::parseOptimizer(const json &optimizer,
                                            : tg::OptimizerKind::AdamW;
     } else if (!it.value().is_number()) {
       return error(pointer) << "expected a number, got " << it.value().dump();
+    } else if (it.key() == "clip_grad_norm" &&
+               !(it.value().get<double>() > 0 &&
+                 std::isfinite(it.value().get<double>()))) {
+      return error(pointer)
+             << "expected a positive finite number, got " << it.value().dump();
     } else {
       spec.optimizerSettings[it.key()] = it.value().get<double>();
     }

@@ -7,8 +7,8 @@ Each EXPR is a Python expression that must hold, over these names:
   nranks              the report's rank count
   total(kind, phase=None, origin=None, reduction=None)
                       summed payload_bytes of matching collectives; origin
-                      "param" matches any parameter name, "activation" and
-                      "loss" match themselves; reduction "max" matches
+                      "param" matches any parameter name, "activation",
+                      "loss" and "grad_norm" match themselves; reduction "max" matches
                       all-reduces by max, "sum" the others
   number(kind, phase=None, origin=None)
                       how many collectives match
@@ -35,7 +35,7 @@ def matches(c, kind, phase, origin, reduction):
     if origin is None:
         return True
     if origin == "param":
-        return c["origin"] not in ("activation", "loss")
+        return c["origin"] not in ("activation", "loss", "grad_norm")
     return c["origin"] == origin
 
 

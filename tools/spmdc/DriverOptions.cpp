@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 namespace spmdc {
@@ -76,6 +78,19 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_option("--beta1", options.beta1, "AdamW beta1");
   app.add_option("--beta2", options.beta2, "AdamW beta2");
   app.add_option("--eps", options.eps, "AdamW epsilon");
+  app.add_option("--clip-grad-norm", options.clipGradNorm,
+                 "clip the gradients by their global L2 norm (over all "
+                 "shards) to at most X before the update, as "
+                 "torch.nn.utils.clip_grad_norm_")
+      ->check([](const std::string &v) -> std::string {
+        char *end = nullptr;
+        double x = std::strtod(v.c_str(), &end);
+        return !v.empty() && *end == '\0' && x > 0 && std::isfinite(x)
+                   ? ""
+                   : "takes a positive finite number (the most the "
+                     "gradients' global L2 norm may be), got '" +
+                         v + "'";
+      });
   app.add_option("--report", options.report, "compile report JSON file");
   app.add_option("--loss", options.loss,
                  "for a torch.export model that returns logits: the loss to "

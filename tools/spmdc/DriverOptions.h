@@ -37,6 +37,7 @@ struct DriverOptions {
   dist::FsdpGroup fsdpGroup = dist::FsdpGroup::layer();
   std::optional<tg::OptimizerKind> optimizer;
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
+  std::optional<double> clipGradNorm;
   std::string report;
   std::string loss;
   std::string logLevel = "warn";

@@ -278,6 +278,7 @@ int main(int argc, char **argv) {
     optimizer.beta1 = setting("beta1");
     optimizer.beta2 = setting("beta2");
     optimizer.eps = setting("eps");
+    optimizer.clipGradNorm = setting("clip_grad_norm");
   }
   if (options.optimizer)
     optimizer.kind = *options.optimizer;
@@ -292,6 +293,7 @@ int main(int argc, char **argv) {
   override(optimizer.beta1, options.beta1);
   override(optimizer.beta2, options.beta2);
   override(optimizer.eps, options.eps);
+  override(optimizer.clipGradNorm, options.clipGradNorm);
 
   auto format = spmdc::parseInputFormat(options.inputFormat);
   spdlog::info("importing {}", options.input);

@@ -38,6 +38,8 @@ llvm::StringRef stageName(Stage stage);
 struct OptimizerOptions {
   tg::OptimizerKind kind = tg::OptimizerKind::AdamW;
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
+  /// The gradients' global-norm bound (torch's clip_grad_norm_), or unset.
+  std::optional<double> clipGradNorm;
 };
 
 struct PipelineOptions {

@@ -9,7 +9,9 @@
 // is linear in it stays partial, unless that use would broadcast it;
 // otherwise it is reduced right away, to its planned sharding
 // (reduce-scatter where that shards a dim over the partial axis, one
-// all-reduce over the other axes).
+// all-reduce over the other axes). Where two or more partial sums over
+// different axes meet in an op that adds its operands, the others are made
+// partial over all those axes too, so that one reduction serves them all.
 //
 // A split factor that an index operand addresses (a table's rows, a
 // gathered or scattered dim) is served locally: each rank shifts the
@@ -105,6 +107,9 @@ private:
   /// start, and 0 elsewhere; `inBlock` says which were in it.
   Value localIndices(OpBuilder &b, Value index, ArrayRef<int> axes,
                      int64_t padded, Value &inBlock);
+  /// `value` (local, whole over `axes`) as a partial sum over `axes`: kept
+  /// by the first member of each group and zero on the others.
+  Value heldByFirst(OpBuilder &b, Value value, ArrayRef<int> axes);
   Phase phaseOf(Operation *op);
   std::string originOf(Value logical);
   bool acceptsPartial(Operation *user, unsigned operandNumber);
@@ -166,6 +171,8 @@ std::string FunctionSharder::originOf(Value logical) {
   Operation *def = logical.getDefiningOp();
   if (auto grad = def->getAttrOfType<StringAttr>(tg::kGradOfAttr))
     return grad.str();
+  if (auto origin = def->getAttrOfType<StringAttr>(tg::kOriginAttr))
+    return origin.str();
   // A partial gradient on its way to its parameter: follow the single users
   // to the op that finishes it.
   Value v = logical;
@@ -359,9 +366,18 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
   return value;
 }
 
+/// True if `v` is made by the update (a gradient's norm), not handed to it.
+static bool madeByUpdate(Value v) {
+  Operation *def = v.getDefiningOp();
+  return def && def->hasAttr(tg::kUpdateAttr);
+}
+
 bool FunctionSharder::acceptsPartial(Operation *user, unsigned operandNumber) {
   auto ruleOp = dyn_cast<tg::ShardingRuleOpInterface>(user);
-  if (!ruleOp || user->hasAttr(tg::kUpdateAttr))
+  // The update takes whole gradients; partial sums it makes itself may
+  // flow on through it.
+  if (!ruleOp || (user->hasAttr(tg::kUpdateAttr) &&
+                  !madeByUpdate(user->getOperand(operandNumber))))
     return false;
   ShardingRule rule = ruleOp.getShardingRule();
   switch (rule.partial) {
@@ -499,6 +515,24 @@ Value FunctionSharder::localIndices(OpBuilder &b, Value index,
                               tg::buildScalar(b, loc, element, 0));
 }
 
+Value FunctionSharder::heldByFirst(OpBuilder &b, Value value,
+                                   ArrayRef<int> axes) {
+  Location loc = value.getLoc();
+  Type i64 = b.getI64Type();
+  Value place = LocalSliceOp::create(
+      b, loc, RankedTensorType::get({1}, i64),
+      tg::IotaOp::create(b, loc,
+                         RankedTensorType::get({mesh.groupSize(axes)}, i64), 0),
+      mesh.axisNames(b.getContext(), axes), 0);
+  Value first = tg::CompareOp::create(
+      b, loc, tg::ComparePredicate::eq,
+      tg::ReshapeOp::create(b, loc, RankedTensorType::get({}, i64), place),
+      tg::buildScalar(b, loc, i64, 0));
+  // A select, not a product: a whole inf or NaN stays one summand.
+  return tg::SelectOp::create(b, loc, first, value,
+                              tg::buildScalarLike(b, loc, value, 0.0));
+}
+
 /// `value` where `mask` holds and zero elsewhere; `mask` has the shape of
 /// `value`'s leading dims (an index's shape, `value` an embedding's rows).
 static Value zeroWhereNot(OpBuilder &b, Value mask, Value value) {
@@ -533,18 +567,57 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
       assignFactors(rule, sources, mesh, module.parametersLead);
 
   // Which partial operands may stay partial.
+  SmallVector<Axes> partialOf;
   SmallVector<unsigned> partialOperands;
-  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-    if (!actual[operand].partial.empty())
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    partialOf.push_back(actual[operand].partial);
+    if (!partialOf.back().empty())
       partialOperands.push_back(i);
-  bool keepPartial = false;
+  }
   // The update takes whole gradients: their reduction ends the backward.
-  bool isUpdate = op->hasAttr(tg::kUpdateAttr);
+  // Partial sums the update makes itself (a global norm's) may stay so.
+  bool isUpdate = op->hasAttr(tg::kUpdateAttr) &&
+                  !llvm::all_of(partialOperands, [&](unsigned i) {
+                    return madeByUpdate(op->getOperand(i));
+                  });
+  // Two or more partial sums over different axes, or beside whole values,
+  // in an op that adds its operands would each be reduced here: instead
+  // all operands become partial over every axis of them (a whole value held
+  // by each group's first member), and one reduction serves them all later.
+  SmallVector<Axes> heldByFirstOver(op->getNumOperands());
+  if (rule.partial == ShardingRule::Partial::All && !isUpdate &&
+      partialOperands.size() >= 2) {
+    Axes all;
+    for (const Axes &axes : partialOf)
+      for (int a : axes)
+        if (!llvm::is_contained(all, a))
+          all.push_back(a);
+    llvm::sort(all);
+    auto usesAny = [&](ArrayRef<int> axes) {
+      return llvm::any_of(axes,
+                          [&](int a) { return llvm::is_contained(all, a); });
+    };
+    bool differ =
+        llvm::any_of(partialOf, [&](const Axes &axes) { return axes != all; });
+    bool free = llvm::none_of(assigned, usesAny) &&
+                llvm::none_of(op->getOperands(), [&](Value operand) {
+                  return usesAny(actual[operand].shardedAxes());
+                });
+    if (differ && free)
+      for (auto [i, axes] : llvm::enumerate(partialOf)) {
+        for (int a : all)
+          if (!llvm::is_contained(axes, a))
+            heldByFirstOver[i].push_back(a);
+        axes = all;
+        if (!llvm::is_contained(partialOperands, unsigned(i)))
+          partialOperands.push_back(i);
+      }
+  }
+  bool keepPartial = false;
   if (!partialOperands.empty() && !isUpdate) {
-    Axes axes = actual[op->getOperand(partialOperands[0])].partial;
-    bool sameAxes = llvm::all_of(partialOperands, [&](unsigned i) {
-      return actual[op->getOperand(i)].partial == axes;
-    });
+    Axes axes = partialOf[partialOperands[0]];
+    bool sameAxes = llvm::all_of(
+        partialOperands, [&](unsigned i) { return partialOf[i] == axes; });
     if (rule.partial == ShardingRule::Partial::All)
       keepPartial = sameAxes && partialOperands.size() == op->getNumOperands();
     else if (rule.partial == ShardingRule::Partial::Each)
@@ -562,8 +635,7 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
   if (keepPartial)
     for (auto &axes : plannedResult.dims)
       llvm::erase_if(axes, [&](int a) {
-        return llvm::is_contained(
-            actual[op->getOperand(partialOperands[0])].partial, a);
+        return llvm::is_contained(partialOf[partialOperands[0]], a);
       });
   sources.push_back({&rule.result(), &plannedResult, kResultTrailing, 0});
   assigned = assignFactors(rule, sources, mesh, module.parametersLead);
@@ -582,8 +654,10 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
     Operation *def = operand.getDefiningOp();
     operands.push_back(reshard(b, operand, target,
                                reduces && def ? phaseOf(def) : phase));
+    if (keepPartial && !heldByFirstOver[i].empty())
+      operands.back() = heldByFirst(b, operands.back(), heldByFirstOver[i]);
     if (keepPartial && resultPartial.empty())
-      resultPartial = actual[operand].partial;
+      resultPartial = partialOf[i];
     // The op reduces over a contracted factor: its padding must add
     // nothing (an indexed factor's padding is never addressed).
     bool max = rule.combine == ShardingRule::Combine::Max;

@@ -11,6 +11,8 @@
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
 
+#include <cmath>
+
 namespace spmdc::tg {
 #define GEN_PASS_DEF_TGOPTIMIZER
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h.inc"
@@ -32,6 +34,13 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
       lr = sgd ? 0.01 : 1e-3;
     if (weightDecay < 0)
       weightDecay = sgd ? 0.0 : 0.01;
+    if (!(clipGradNorm >= 0) || std::isinf(clipGradNorm)) {
+      mlir::emitError(getOperation().getLoc(),
+                      "--tg-optimizer's clip-grad-norm must be a positive "
+                      "finite number (0: off), got ")
+          << clipGradNorm;
+      return signalPassFailure();
+    }
     func::FuncOp fn = getEntryFunction(getOperation());
     if (!fn || failed(rewrite(fn)))
       signalPassFailure();
@@ -80,7 +89,11 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
 
     SmallVector<Value> kept;
     SmallVector<GraphValueInfo> keptInfo;
-    SmallVector<std::pair<std::string, Value>> updatedParams;
+    struct Gradient {
+      std::string name;
+      Value param, grad;
+    };
+    SmallVector<Gradient> gradients;
     for (auto [i, info] : llvm::enumerate(results)) {
       Value value = ret->getOperand(i);
       if (info.role != Role::grad) {
@@ -98,9 +111,22 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
       Value g = value;
       if (Operation *def = g.getDefiningOp())
         def->setAttr(kGradOfAttr, b.getStringAttr(info.name));
-      Value updated = optimizer == OptimizerKind::SGD ? sgd(fn, info.name, p, g)
-                                         : adamw(fn, info.name, p, g, step);
-      updatedParams.push_back({info.name, updated});
+      gradients.push_back({info.name, p, g});
+    }
+    if (clipGradNorm > 0) {
+      SmallVector<Value> grads;
+      for (Gradient &g : gradients)
+        grads.push_back(g.grad);
+      clipByGlobalNorm(b, loc, grads);
+      for (auto [g, clipped] : llvm::zip(gradients, grads))
+        g.grad = clipped;
+    }
+    SmallVector<std::pair<std::string, Value>> updatedParams;
+    for (Gradient &g : gradients) {
+      Value updated = optimizer == OptimizerKind::SGD
+                          ? sgd(fn, g.name, g.param, g.grad)
+                          : adamw(fn, g.name, g.param, g.grad, step);
+      updatedParams.push_back({g.name, updated});
     }
 
     // Results: what was there but the gradients, then the updated
@@ -134,6 +160,56 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
                                          ValueRange(newResults).getTypes()));
     fn.setAllResultAttrs(newAttrs);
     return success();
+  }
+
+  /// torch.nn.utils.clip_grad_norm_(params, clipGradNorm): every gradient
+  /// times min(clipGradNorm / (total + 1e-6), 1), where total is the L2 norm
+  /// of all gradients together. The squared norms meet in one concat and
+  /// one sum before the sqrt, so that on a sharded step their partial sums
+  /// are reduced together, once.
+  void clipByGlobalNorm(OpBuilder &b, Location at,
+                        MutableArrayRef<Value> grads) {
+    Location loc = workLoc(kOptimizerWork, at);
+    GraphMath x{b, loc};
+    // The norm in f64 if a gradient is, else in f32 (torch's foreach norm
+    // keeps each gradient's dtype; bf16 or f16 squares would lose digits).
+    Type accType = b.getF32Type();
+    for (Value g : grads)
+      if (typeOf(g).getElementType().isF64())
+        accType = b.getF64Type();
+    auto origin = [&](Value v) {
+      v.getDefiningOp()->setAttr(kOriginAttr, b.getStringAttr("grad_norm"));
+      return v;
+    };
+    SmallVector<Value> squares;
+    for (Value g : grads) {
+      SmallVector<int64_t> dims =
+          llvm::to_vector(llvm::seq<int64_t>(0, typeOf(g).getRank()));
+      Value sq = x.mul(g, g);
+      if (!dims.empty())
+        sq = origin(x.sum(sq, dims, /*keepDim=*/false));
+      if (typeOf(sq).getElementType() != accType)
+        sq = ConvertOp::create(b, loc, RankedTensorType::get({}, accType), sq);
+      squares.push_back(
+          reshapeTo(b, loc, sq, RankedTensorType::get({1}, accType)));
+    }
+    Value all = squares.size() == 1
+                    ? squares.front()
+                    : ConcatOp::create(b, loc, squares, 0).getResult();
+    Value total = origin(x.sum(all, {0}, /*keepDim=*/false));
+    Value norm = SqrtOp::create(b, loc, total);
+    Value coef =
+        x.div(x.scalar(norm, clipGradNorm), x.add(norm, x.scalar(norm, 1e-6)));
+    coef = MinimumOp::create(b, loc, coef, x.scalar(coef, 1.0));
+    for (Value &g : grads) {
+      Type el = typeOf(g).getElementType();
+      Value c =
+          el == accType
+              ? coef
+              : ConvertOp::create(b, loc, RankedTensorType::get({}, el), coef)
+                    .getResult();
+      g = x.mul(g, c);
+    }
   }
 
   /// torch.optim.SGD: g += wd p; buf = momentum buf + g (buf starts at 0,

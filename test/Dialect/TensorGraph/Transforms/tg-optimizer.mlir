@@ -1,8 +1,10 @@
-// RUN: spmdc-opt %s --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.5 momentum=0.9 weight-decay=0.1" | FileCheck %s --check-prefix=SGD
-// RUN: spmdc-opt %s --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.5" | FileCheck %s --check-prefix=PLAIN
-// RUN: spmdc-opt %s --tg-autodiff --tg-optimizer="optimizer=adamw lr=0.001 weight-decay=0.01" | FileCheck %s --check-prefix=ADAMW
-// RUN: not spmdc-opt %s --tg-optimizer 2>&1 | FileCheck %s --check-prefix=NOGRAD
-// RUN: not spmdc-opt %s --tg-autodiff --tg-optimizer="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: spmdc-opt %s -split-input-file --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.5 momentum=0.9 weight-decay=0.1" | FileCheck %s --check-prefix=SGD
+// RUN: spmdc-opt %s -split-input-file --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.5" | FileCheck %s --check-prefix=PLAIN
+// RUN: spmdc-opt %s -split-input-file --tg-autodiff --tg-optimizer="optimizer=adamw lr=0.001 weight-decay=0.01" | FileCheck %s --check-prefix=ADAMW
+// RUN: not spmdc-opt %s -split-input-file --tg-optimizer 2>&1 | FileCheck %s --check-prefix=NOGRAD
+// RUN: not spmdc-opt %s -split-input-file --tg-autodiff --tg-optimizer="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: spmdc-opt %s -split-input-file --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.5 clip-grad-norm=0.25" | FileCheck %s --check-prefix=CLIP
+// RUN: not spmdc-opt %s -split-input-file --tg-autodiff --tg-optimizer="clip-grad-norm=-1" 2>&1 | FileCheck %s --check-prefix=CLIPBAD
 
 // Momentum and weight decay as in torch.optim.SGD -
 // g' = g + wd w; buf' = momentum buf + g'; w' = w - lr buf'.
@@ -57,4 +59,48 @@ func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>})
   %s = tg.mul %w, %w : tensor<2xf32>, tensor<2xf32>
   %l = tg.sum %s dims [0] : tensor<2xf32>
   return %l : tensor<f32>
+}
+
+// clip-grad-norm: torch.nn.utils.clip_grad_norm_ before the update. Each
+// gradient's sum of squares becomes one element; one concat and one sum
+// add them, so that a sharded step reduces them together.
+// CLIP: // {{-----}}
+// CLIP: func.func @main
+// CLIP-SAME: (%[[W:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w", {{.*}}}, %[[B:[a-z0-9]+]]: tensor<f32> {tg.name = "b", {{.*}}})
+// CLIP: %[[GB:.*]] = tg.mul %{{.*}}, %{{.*}} {tg.grad_of = "b"}
+// CLIP: %[[GW:.*]] = tg.add %{{.*}}, %{{.*}} {tg.grad_of = "w"}
+// CLIP: %[[SQW:.*]] = tg.mul %[[GW]], %[[GW]] {tg.update}
+// CLIP: %[[SW:.*]] = tg.sum %[[SQW]] dims [0] {tg.origin = "grad_norm", tg.update} : tensor<2xf32>
+// CLIP: %[[RW:.*]] = tg.reshape %[[SW]] {tg.update} : tensor<f32> to tensor<1xf32>
+// A rank-0 gradient's square needs no sum.
+// CLIP: %[[SB:.*]] = tg.mul %[[GB]], %[[GB]] {tg.update}
+// CLIP: %[[RB:.*]] = tg.reshape %[[SB]] {tg.update} : tensor<f32> to tensor<1xf32>
+// CLIP: %[[ALL:.*]] = tg.concat %[[RW]], %[[RB]] dim 0 {tg.update}
+// CLIP: %[[TOTAL:.*]] = tg.sum %[[ALL]] dims [0] {tg.origin = "grad_norm", tg.update} : tensor<2xf32>
+// CLIP: %[[NORM:.*]] = tg.sqrt %[[TOTAL]] {tg.update}
+// coef = min(max_norm / (norm + 1e-6), 1), as torch clamps it.
+// CLIP: %[[MAX:.*]] = tg.full 2.500000e-01 {tg.update} : tensor<f32>
+// CLIP: %[[EPS:.*]] = tg.full 9.9999999999999995E-7 {tg.update} : tensor<f32>
+// CLIP: %[[DEN:.*]] = tg.add %[[NORM]], %[[EPS]]
+// CLIP: %[[RATIO:.*]] = tg.div %[[MAX]], %[[DEN]]
+// CLIP: %[[ONE:.*]] = tg.full 1.000000e+00 {tg.update} : tensor<f32>
+// CLIP: %[[COEF:.*]] = tg.minimum %[[RATIO]], %[[ONE]]
+// CLIP: %[[CW:.*]] = tg.mul %[[GW]], %[[COEF]] {tg.update}
+// CLIP: %[[CB:.*]] = tg.mul %[[GB]], %[[COEF]] {tg.update}
+// The update reads the clipped gradients.
+// CLIP: tg.mul %[[CW]], %{{.*}} {tg.update}
+// CLIP: tg.mul %[[CB]], %{{.*}} {tg.update}
+// CLIP: return
+
+// CLIPBAD: error: --tg-optimizer's clip-grad-norm must be a positive finite number (0: off), got -1
+
+// -----
+
+func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>},
+                %b: tensor<f32> {tg.name = "b", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
+  %s = tg.mul %w, %w : tensor<2xf32>, tensor<2xf32>
+  %l = tg.sum %s dims [0] : tensor<2xf32>
+  %m = tg.mul %l, %b : tensor<f32>, tensor<f32>
+  return %m : tensor<f32>
 }

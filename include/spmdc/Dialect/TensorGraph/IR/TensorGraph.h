@@ -160,6 +160,10 @@ inline constexpr llvm::StringLiteral kConstantToDerivativeAttr =
     "tg.constant_to_derivative";
 /// Op attribute: the op computes the gradient of the named parameter.
 inline constexpr llvm::StringLiteral kGradOfAttr = "tg.grad_of";
+/// Op attribute: what the op's result serves, for the compile report's
+/// `origin` of a collective that reduces it ("grad_norm": the gradients'
+/// global norm that --tg-optimizer's clip-grad-norm computes).
+inline constexpr llvm::StringLiteral kOriginAttr = "tg.origin";
 /// The name of a graph's entry function.
 inline constexpr llvm::StringLiteral kEntryName = "main";
 

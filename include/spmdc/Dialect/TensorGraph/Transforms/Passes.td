@@ -83,6 +83,26 @@ def TgOptimizer : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     arguments of the same role and name, so the state can be sharded like
     any tensor. The formulas are PyTorch's torch.optim.SGD and AdamW.
 
+    With `clip-grad-norm=X` (X > 0), the gradients are first clipped as
+    `torch.nn.utils.clip_grad_norm_(params, X)` clips them: each is
+    multiplied by `min(X / (total + 1e-6), 1)`, where `total` is the L2
+    norm of all gradients together. Each gradient's sum of squares
+    (`tg.origin = "grad_norm"`) is reshaped to one element, and one concat
+    and one sum add them before the sqrt, so that on a sharded step the
+    partial sums meet there and are reduced by one all-reduce:
+    ```mlir
+    %sq = tg.mul %gw, %gw {tg.update} : tensor<2xf32>, tensor<2xf32>
+    %sw = tg.sum %sq dims [0] {tg.origin = "grad_norm", tg.update} : tensor<2xf32>
+    %rw = tg.reshape %sw {tg.update} : tensor<f32> to tensor<1xf32>
+    ...
+    %all = tg.concat %rw, %rb dim 0 {tg.update} : tensor<1xf32>, tensor<1xf32>
+    %total = tg.sum %all dims [0] {tg.origin = "grad_norm", tg.update} : tensor<2xf32>
+    %norm = tg.sqrt %total {tg.update} : tensor<f32>
+    ...
+    %coef = tg.minimum %ratio, %one {tg.update} : tensor<f32>, tensor<f32>
+    %gw2 = tg.mul %gw, %coef {tg.update} : tensor<2xf32>, tensor<f32>
+    ```
+
     Before: `@main(w) -> (loss, grad w)`. After, for SGD with momentum:
     ```mlir
     func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>},
@@ -109,6 +129,9 @@ def TgOptimizer : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
+           "clip the gradients by their global L2 norm to at most this, as "
+           "torch.nn.utils.clip_grad_norm_ (0: off)">,
   ];
   let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
 }
