@@ -5,6 +5,7 @@
 #include "spmdc/Runner/CudaRuntimeLibrary.h"
 #include "spmdc/Runtime/Blas.h"
 #include "spmdc/Runtime/FloatFormats.h"
+#include "spmdc/Runtime/HeapPolicy.h"
 #include "spmdc/Runtime/MemRefCopy.h"
 #include "spmdc/Runtime/SafeTensors.h"
 #include "spmdc/Target/NativeCode.h"
@@ -295,8 +296,10 @@ std::unique_ptr<CompiledStep> CompiledStep::open(const ModuleFile &file,
   }
   auto step = std::unique_ptr<CompiledStep>(new CompiledStep());
   step->file = file;
-  if (file.target == "cpu")
+  if (file.target == "cpu") {
     spmd_blas_set_threads(options.gemmThreads);
+    spmd_keep_freed_memory();
+  }
   auto resolve = [&](const std::vector<ModuleValue> &values,
                      std::vector<DType> &types) {
     for (const ModuleValue &value : values) {
