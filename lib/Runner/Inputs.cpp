@@ -3,6 +3,7 @@
 #include "spmdc/Runner/Inputs.h"
 
 #include "spmdc/Interpreter/Kernels.h"
+#include "spmdc/Runner/Checkpoint.h"
 #include "spmdc/Runner/Dataset.h"
 #include "spmdc/Runner/StepSignature.h"
 #include "spmdc/Runtime/Init.h"
@@ -75,6 +76,8 @@ bool InputBuilder::build(const tg::GraphValueInfo &info,
   block = Tensor(sizes);
   if (info.role == tg::Role::data && dataset && dataset->feeds(info.name))
     return dataset->read(info, batch, offsets, sizes, block, error);
+  if (checkpoint && checkpoint->holds(info))
+    return checkpoint->read(info, offsets, sizes, block, error);
   rt::SafeTensorsReader *file = info.role == tg::Role::data ? data.get() : params.get();
   if (file && file->find(info.name))
     return readFromFile(*file, info, offsets, sizes, block, error);

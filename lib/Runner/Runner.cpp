@@ -13,6 +13,7 @@
 #include "spmdc/InitAll.h"
 #include "spmdc/Interpreter/Interpreter.h"
 #include "spmdc/Module/ModuleFile.h"
+#include "spmdc/Runner/Checkpoint.h"
 #include "spmdc/Runner/CompiledStep.h"
 #include "spmdc/Runner/CudaRuntimeLibrary.h"
 #include "spmdc/Runner/Dataset.h"
@@ -94,6 +95,9 @@ private:
   /// start its ranks under mpirun here), or IR for the interpreter.
   std::optional<int> openModule();
   std::optional<int> openProgram();
+  /// --resume: the checkpoint, checked against the step's signature before
+  /// any rank starts (and again on each rank).
+  std::optional<int> openCheckpoint();
   /// A compiled module's step, opened before its inputs are built so that
   /// each goes straight into the step's buffer of its dtype.
   std::optional<int> openCompiledStep();
@@ -104,13 +108,16 @@ private:
   std::optional<int> matchFeedback();
   std::optional<int> runSteps();
   std::optional<int> save();
+  /// Writes the checkpoint of `step` where --checkpoint-dir asks for one.
+  std::optional<int> checkpoint(int step);
   /// One step on all local ranks.
   FailureOr<RankValues> runStep();
   /// fail(), for an error this rank may meet alone (a bad token id in its
   /// slice of a batch): a rank other than 0 says it too, naming itself.
   int failOnThisRank(const std::string &message);
 
-  const RunOptions &options;
+  /// A copy: a resumed run takes its checkpoint's seed.
+  RunOptions options;
   int argc;
   char **argv;
   MLIRContext context;
@@ -122,6 +129,14 @@ private:
   /// Set for a module of several ranks run under mpirun: this process is
   /// one rank, and gathers what it prints or saves from the others.
   bool underMpi = false;
+  /// Set for a module of several ranks started outside mpirun: this
+  /// process starts them once the inputs it can check are checked.
+  bool launch = false;
+  /// --resume's checkpoint, and the steps it has done.
+  std::unique_ptr<Checkpoint> resumed;
+  int firstStep = 0;
+  /// Where checkpoints go; null: nowhere.
+  std::unique_ptr<CheckpointWriter> checkpoints;
   std::optional<ModuleFile> moduleFile;
   OwningOpRef<ModuleOp> module;
   func::FuncOp entry;
@@ -142,6 +157,8 @@ private:
 };
 
 int Run::run() {
+  if (!options.exportParams.empty())
+    return exportCheckpointParams(options.input, options.exportParams);
   if (!loadMainFile(sourceMgr, options.input, errorMessage))
     return fail(errorMessage);
   inputBytes =
@@ -151,6 +168,13 @@ int Run::run() {
   bool isModule = ModuleFile::looksLikeModule(inputBytes);
   if (std::optional<int> stop = isModule ? openModule() : openProgram())
     return *stop;
+  if (std::optional<int> stop = openCheckpoint())
+    return *stop;
+#ifdef SPMDC_HAVE_MPI
+  if (launch)
+    return launchRanks(argc, argv, options.input, inputBytes,
+                       signature.mesh.numRanks(), options.yieldWhenIdle);
+#endif
   if (underMpi)
     localRanks.push_back(*mpirunRank());
   else
@@ -210,10 +234,8 @@ std::optional<int> Run::openModule() {
       return fail(options.input + ": " + *why);
   if (mesh.numRanks() > 1) {
 #ifdef SPMDC_HAVE_MPI
-    if (!mpirunRank())
-      return launchRanks(argc, argv, options.input, inputBytes,
-                         mesh.numRanks(), options.yieldWhenIdle);
-    underMpi = true;
+    launch = !mpirunRank();
+    underMpi = !launch;
 #else
     return fail("this spmd-run was built without MPI, so it runs modules "
                 "of one rank only");
@@ -252,6 +274,61 @@ std::optional<int> Run::openProgram() {
   }
   if (!readProgramSignature(entry, sharded, signature, errorMessage))
     return fail(errorMessage);
+  return std::nullopt;
+}
+
+std::optional<int> Run::openCheckpoint() {
+  std::string directory = options.checkpointDir;
+  if (directory.empty() && options.checkpointEvery > 0)
+    directory = options.resume;
+  if (!directory.empty())
+    checkpoints = std::make_unique<CheckpointWriter>(directory, signature,
+                                                     underMpi, options.f64);
+  if (options.resume.empty())
+    return std::nullopt;
+  resumed = Checkpoint::open(options.resume, errorMessage);
+  if (!resumed)
+    return fail(errorMessage);
+  if (!resumed->checkCompatible(signature, errorMessage))
+    return fail(errorMessage);
+  const CheckpointProgress &progress = resumed->progress();
+  firstStep = static_cast<int>(progress.step);
+  // Said once, by the process that starts the ranks or is the only one.
+  if (!underMpi) {
+    if (resumed->sameModule(signature))
+      spdlog::info("resuming from {} (step {}), written by this module",
+                   resumed->folder(), progress.step);
+    else
+      spdlog::info("resuming from {} (step {}), written on mesh {}: each "
+                   "rank reads the parts of the stored blocks it holds",
+                   resumed->folder(), progress.step,
+                   resumed->meshDescription());
+    if (progress.seed != options.seed)
+      spdlog::warn("--seed {} differs from the checkpoint's seed {}; "
+                   "resuming with the checkpoint's",
+                   options.seed, progress.seed);
+    if (progress.dataset != options.dataset ||
+        (!options.dataset.empty() && progress.shuffle != options.shuffle))
+      spdlog::warn("the checkpoint was written with --dataset '{}'{}, this "
+                   "run has '{}'{}: the batches from step {} on are not "
+                   "those the interrupted run would have drawn",
+                   progress.dataset, progress.shuffle ? " --shuffle" : "",
+                   options.dataset, options.shuffle ? " --shuffle" : "",
+                   firstStep + 1);
+    if (options.steps <= firstStep)
+      spdlog::warn("the checkpoint has done {} steps and --steps is {}: "
+                   "no step to run",
+                   firstStep, options.steps);
+  }
+  if (!options.saveOutputs.empty() && options.steps <= firstStep)
+    return fail("--save-outputs needs at least one step to run, and the "
+                "checkpoint has done " + std::to_string(firstStep) +
+                " of --steps " + std::to_string(options.steps));
+  options.seed = progress.seed;
+  inputs.setSeed(progress.seed);
+  inputs.checkpoint = resumed.get();
+  // The batch the next step draws.
+  inputs.batch = progress.nextBatch;
   return std::nullopt;
 }
 
@@ -325,6 +402,11 @@ std::optional<int> Run::buildInputs() {
   if (!scatterArguments(signature, localRanks, inputs, options.f64,
                         compiled.get(), args, errorMessage))
     return inputs.dataset ? failOnThisRank(errorMessage) : fail(errorMessage);
+  if (resumed)
+    spdlog::info("{} read {} of the checkpoint's {} bytes",
+                 underMpi ? "rank " + std::to_string(localRanks.front())
+                          : std::string("the ranks"),
+                 resumed->bytesRead(), resumed->bytesStored());
   return std::nullopt;
 }
 
@@ -489,7 +571,7 @@ std::optional<int> Run::runSteps() {
       injectedExit = {rank, step};
   }
   Gatherer gather(signature.mesh, underMpi, options.f64);
-  for (int step = 1; step <= options.steps; ++step) {
+  for (int step = firstStep + 1; step <= options.steps; ++step) {
 #ifdef SPMDC_HAVE_MPI
     if (underMpi)
       spmd_rt_set_step(step);
@@ -501,7 +583,7 @@ std::optional<int> Run::runSteps() {
     }
     // A new batch: step k draws batch k - 1 (the first was built with the
     // other inputs). Outside the step's time, which benchmarks read.
-    if (step > 1 && !datasetArguments.empty()) {
+    if (step > firstStep + 1 && !datasetArguments.empty()) {
       inputs.batch = step - 1;
       if (!rescatterArguments(signature, datasetArguments, localRanks, inputs,
                               options.f64, compiled.get(), args, errorMessage))
@@ -551,15 +633,17 @@ std::optional<int> Run::runSteps() {
         // A compiled step keeps them in its buffers; release the copies.
         args[k][a] = compiled ? Tensor() : (*results)[k][r];
     lastOutputs = std::move(*results);
+    if (std::optional<int> stop = checkpoint(step))
+      return *stop;
   }
   if (metrics)
     std::fclose(metrics);
-  if (printing && every > 0 && options.steps > 0)
+  int ran = std::max(0, options.steps - firstStep);
+  if (printing && every > 0 && ran > 0)
     std::fprintf(stderr,
                  "spmd-run: %d steps in %s (%.1f ms a step, %.0f %s/s)%s\n",
-                 options.steps, duration(totalMs / 1000).c_str(),
-                 totalMs / options.steps,
-                 totalMs > 0 ? items * options.steps / (totalMs / 1000) : 0,
+                 ran, duration(totalMs / 1000).c_str(), totalMs / ran,
+                 totalMs > 0 ? items * ran / (totalMs / 1000) : 0,
                  itemName,
                  lossIndex
                      ? llvm::formatv(", last loss {0:F5}", lastLoss).str().c_str()
@@ -569,7 +653,7 @@ std::optional<int> Run::runSteps() {
   if (localRanks.size() == 1) {
     spdlog::info("rank {}: peak resident memory {:.1f} MiB", localRanks[0],
                  peakResidentMiB());
-    if (stepsPeakKnown && options.steps > 0)
+    if (stepsPeakKnown && ran > 0)
       spdlog::info("rank {}: peak resident memory in the steps {:.1f} MiB",
                    localRanks[0], peakResidentSinceResetMiB());
   } else {
@@ -577,6 +661,42 @@ std::optional<int> Run::runSteps() {
                  "MiB",
                  localRanks.size() - 1, peakResidentMiB());
   }
+  return std::nullopt;
+}
+
+std::optional<int> Run::checkpoint(int step) {
+  if (!checkpoints ||
+      !(step == options.steps || (options.checkpointEvery > 0 &&
+                                  step % options.checkpointEvery == 0)))
+    return std::nullopt;
+  // A compiled step holds the current values in its buffers.
+  RankValues resident;
+  if (compiled) {
+    resident.assign(1, std::vector<Tensor>(signature.arguments.size()));
+    for (size_t a : checkpointedArguments(signature))
+      resident[0][a] = compiled->argument(a);
+  }
+  // The persistent buffers, for --export-params: rank 0 writes them.
+  std::vector<rt::NamedTensor> buffers;
+  if (printing) {
+    if (moduleFile &&
+        !collectModuleBuffers(moduleFile->constantBuffers,
+                              inputs.moduleWeights.get(), context, options.f64,
+                              buffers, errorMessage))
+      return fail(options.input + ": " + errorMessage);
+    if (module &&
+        !collectProgramBuffers(*module, options.f64, buffers, errorMessage))
+      return fail(errorMessage);
+  }
+  CheckpointProgress progress;
+  progress.step = step;
+  progress.nextBatch = step; // step k draws batch k - 1
+  progress.seed = options.seed;
+  progress.dataset = options.dataset;
+  progress.shuffle = options.shuffle;
+  if (!checkpoints->write(progress, localRanks, compiled ? resident : args,
+                          buffers, errorMessage))
+    return fail(errorMessage);
   return std::nullopt;
 }
 

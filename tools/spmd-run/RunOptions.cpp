@@ -54,6 +54,36 @@ std::optional<int> parseRunOptions(int argc, char **argv,
   app.add_option("--save-outputs", options.saveOutputs,
                  "write the last step's loss, gradients and other outputs "
                  "here, keyed '<role>/<name>'");
+  CLI::Option *checkpointDir = app.add_option(
+      "--checkpoint-dir", options.checkpointDir,
+      "write sharded checkpoints here (each rank its blocks of the "
+      "parameters and optimizer state, and an index): every "
+      "--checkpoint-every steps and after the last step");
+  CLI::Option *checkpointEvery =
+      app.add_option("--checkpoint-every", options.checkpointEvery,
+                     "steps between checkpoints (needs --checkpoint-dir, or "
+                     "--resume to write into the resumed directory)")
+          ->check([](const std::string &v) -> std::string {
+            try {
+              size_t end = 0;
+              if (std::stoi(v, &end) >= 1 && end == v.size())
+                return "";
+            } catch (...) {
+            }
+            return "a number of steps >= 1, not '" + v + "'";
+          });
+  CLI::Option *resume = app.add_option(
+      "--resume", options.resume,
+      "continue from the last good checkpoint in this directory, on this "
+      "module's mesh (--steps counts the whole run)");
+  app.add_option("--export-params", options.exportParams,
+                 "write the logical parameters of the last good checkpoint "
+                 "in the directory given as input to this safetensors "
+                 "file, and run nothing")
+      ->excludes(resume)
+      ->excludes(checkpointDir)
+      ->excludes(checkpointEvery);
+  resume->excludes("--params");
   app.add_option("--trace", options.trace,
                  "write a Chrome/Perfetto trace here: one track per rank, "
                  "with each step, collective and GEMM (compiled modules)");
@@ -125,6 +155,14 @@ std::optional<int> parseRunOptions(int argc, char **argv,
     return 0;
   } catch (const CLI::ParseError &e) {
     std::cerr << "spmd-run: error: " << e.what() << "\n"
+              << "run 'spmd-run --help' for usage\n";
+    return 2;
+  }
+  if (options.checkpointEvery > 0 && options.checkpointDir.empty() &&
+      options.resume.empty()) {
+    std::cerr << "spmd-run: error: --checkpoint-every requires "
+                 "--checkpoint-dir (or --resume, to write into the resumed "
+                 "directory)\n"
               << "run 'spmd-run --help' for usage\n";
     return 2;
   }

@@ -27,6 +27,7 @@ struct GraphValueInfo;
 
 namespace spmdc::runner {
 
+class Checkpoint;
 class Dataset;
 
 class InputBuilder {
@@ -42,6 +43,14 @@ public:
   /// batch to draw from it (0 for the first step).
   std::unique_ptr<Dataset> dataset;
   int64_t batch = 0;
+
+  /// The checkpoint a run resumes from (--resume): the parameters and
+  /// state it holds come from it, before any file or initial value.
+  Checkpoint *checkpoint = nullptr;
+
+  /// The seed of the deterministic initialisation (a resumed run takes its
+  /// checkpoint's).
+  void setSeed(uint64_t newSeed) { seed = newSeed; }
 
   /// Opens the --params and --data files (empty: none); false with `error`
   /// set on failure.

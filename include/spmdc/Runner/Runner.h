@@ -39,6 +39,17 @@ struct RunOptions {
   /// last step's other outputs; empty: nowhere.
   std::string saveParams;
   std::string saveOutputs;
+  /// Where to write checkpoints (Checkpoint.h), and every how many steps
+  /// (0: only after the last step); empty: none (with --resume and
+  /// `checkpointEvery`, the resumed directory).
+  std::string checkpointDir;
+  int checkpointEvery = 0;
+  /// A checkpoint directory to resume from: its last good checkpoint's
+  /// parameters, state, step, dataset position and seed; empty: none.
+  std::string resume;
+  /// spmd-run --export-params FILE D: write the logical parameters of D's
+  /// last good checkpoint (`input`) to FILE and run nothing; empty: run.
+  std::string exportParams;
   /// Where to write a Chrome trace of the steps, collectives and GEMMs of
   /// every rank (spmd-run --trace); empty: none.
   std::string trace;
