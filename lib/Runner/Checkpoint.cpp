@@ -142,8 +142,8 @@ int64_t firstFailedRank(bool ok, bool underMpi, const dist::Mesh &mesh) {
 bool syncDirectory(const std::string &path, std::string &error) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0 || ::fsync(fd) != 0) {
-    error = path + ": cannot flush the directory to disk: " +
-            std::strerror(errno);
+    error =
+        path + ": cannot flush the directory to disk: " + std::strerror(errno);
     if (fd >= 0)
       ::close(fd);
     return false;
@@ -259,9 +259,10 @@ bool CheckpointWriter::write(const CheckpointProgress &progress,
           llvm::is_contained(sizes, 0))
         continue;
       Type element = info.type.getElementType();
-      rt::DType dtype = f64 && isa<FloatType>(element) ? rt::DType::F64
-                                                       : *dtypeOf(element);
-      tensors.push_back({keyOf(roleName(info), info.name), dtype,
+      rt::DType dtype =
+          f64 && isa<FloatType>(element) ? rt::DType::F64 : *dtypeOf(element);
+      tensors.push_back({keyOf(roleName(info), info.name),
+                         dtype,
                          {sizes.begin(), sizes.end()},
                          leadingBlock(values[k][a], sizes)});
     }
@@ -298,7 +299,8 @@ bool CheckpointWriter::write(const CheckpointProgress &progress,
   // then D/latest.
   if (localRanks.front() == 0) {
     llvm::json::Object files;
-    std::map<std::string, std::pair<uint64_t, std::unique_ptr<rt::SafeTensorsReader>>>
+    std::map<std::string,
+             std::pair<uint64_t, std::unique_ptr<rt::SafeTensorsReader>>>
         headers;
     for (int64_t rank = 0; ok && rank < mesh.numRanks(); ++rank) {
       std::string file = rankFileName(rank);
@@ -530,8 +532,8 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &directory,
   std::optional<int64_t> step = index->getInteger("step");
   std::optional<int64_t> seed = index->getInteger("seed");
   std::optional<llvm::StringRef> identity = index->getString("module");
-  if (!mesh || !dataset || !files || !tensors || !step || !seed ||
-      !identity || !readInts(*mesh, "shape", checkpoint->meshShape))
+  if (!mesh || !dataset || !files || !tensors || !step || !seed || !identity ||
+      !readInts(*mesh, "shape", checkpoint->meshShape))
     return refuse("is malformed: it lacks one of \"module\", \"mesh\", "
                   "\"step\", \"dataset\", \"seed\", \"files\", \"tensors\"");
   if (const llvm::json::Array *axes = mesh->getArray("axes"))
@@ -565,7 +567,8 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &directory,
               (st.st_size < *bytes ? "truncated" : "not the file written") +
               ": " + std::to_string(st.st_size) +
               " bytes, but the checkpoint's index (from the file's header) "
-              "says " + std::to_string(*bytes);
+              "says " +
+              std::to_string(*bytes);
       return nullptr;
     }
   }
@@ -603,8 +606,8 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &directory,
       bool fits = block && readInts(*block, "offsets", stored.offsets) &&
                   readInts(*block, "sizes", stored.sizes) &&
                   stored.offsets.size() == entry.shape.size() &&
-                  stored.sizes.size() == entry.shape.size() && dtype &&
-                  begin && bytes && files->get(stored.file);
+                  stored.sizes.size() == entry.shape.size() && dtype && begin &&
+                  bytes && files->get(stored.file);
       for (size_t d = 0; fits && d < entry.shape.size(); ++d)
         fits = stored.offsets[d] + stored.sizes[d] <= entry.shape[d];
       int64_t count = 1;
@@ -636,8 +639,8 @@ std::string Checkpoint::meshDescription() const {
   std::string text;
   for (size_t axis = 0; axis < meshShape.size(); ++axis)
     text += (axis ? " x " : "") +
-            (axis < meshAxes.size() ? meshAxes[axis] : std::string("?")) +
-            "=" + std::to_string(meshShape[axis]);
+            (axis < meshAxes.size() ? meshAxes[axis] : std::string("?")) + "=" +
+            std::to_string(meshShape[axis]);
   return text.empty() ? "one rank" : text;
 }
 
@@ -737,8 +740,8 @@ bool Checkpoint::readInto(const Entry &entry,
     bool empty = false;
     for (size_t d = 0; d < rank; ++d) {
       lo[d] = std::max(offsets[d], block.offsets[d]);
-      int64_t hi = std::min(offsets[d] + sizes[d],
-                            block.offsets[d] + block.sizes[d]);
+      int64_t hi =
+          std::min(offsets[d] + sizes[d], block.offsets[d] + block.sizes[d]);
       extent[d] = hi - lo[d];
       empty |= extent[d] <= 0;
     }
@@ -819,9 +822,9 @@ bool Checkpoint::exportParams(const std::string &path, std::string &error) {
   for (const auto &[key, entry] : entries) {
     if (entry.role != "param" && !entry.buffer)
       continue;
-    std::vector<double> values(
-        std::accumulate(entry.shape.begin(), entry.shape.end(), int64_t(1),
-                        std::multiplies<int64_t>()));
+    std::vector<double> values(std::accumulate(entry.shape.begin(),
+                                               entry.shape.end(), int64_t(1),
+                                               std::multiplies<int64_t>()));
     if (!readInto(entry, std::vector<int64_t>(entry.shape.size(), 0),
                   entry.shape, values, error))
       return false;
@@ -831,8 +834,8 @@ bool Checkpoint::exportParams(const std::string &path, std::string &error) {
     std::vector<std::string> names{entry.name};
     names.insert(names.end(), entry.aliases.begin(), entry.aliases.end());
     for (const std::string &name : names)
-      saved.push_back({name, dtype.value_or(rt::DType::F32), entry.shape,
-                       values});
+      saved.push_back(
+          {name, dtype.value_or(rt::DType::F32), entry.shape, values});
   }
   return rt::writeSafeTensors(path, saved, error);
 }

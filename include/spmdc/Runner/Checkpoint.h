@@ -1,4 +1,4 @@
-//===- Checkpoint.h - sharded checkpoints: write, resume, export -*- C++ -*-===//
+//===- Checkpoint.h - sharded checkpoints, resume, export -------*- C++ -*-===//
 //
 // spmd-run --checkpoint-dir D --checkpoint-every N writes, every N steps,
 // each rank's blocks of the parameters and optimizer state (every argument
