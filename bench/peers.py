@@ -258,6 +258,25 @@ def child_ceilings():
         results["sgemm torch"] = 2 * n ** 3 / best(lambda: t @ t) / 1e9
     except ImportError:
         pass
+    # oneDNN's dnnl_sgemm, the f32 GEMM of spmdc's runtime where it is
+    # installed (libdnnl-dev), called directly through ctypes.
+    try:
+        import ctypes
+        import ctypes.util
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        dnnl = ctypes.CDLL(ctypes.util.find_library("dnnl") or "libdnnl.so")
+        c = np.empty_like(a)
+        ptr = ctypes.POINTER(ctypes.c_float)
+        dnnl.dnnl_sgemm.argtypes = [
+            ctypes.c_char, ctypes.c_char, ctypes.c_int64, ctypes.c_int64,
+            ctypes.c_int64, ctypes.c_float, ptr, ctypes.c_int64, ptr,
+            ctypes.c_int64, ctypes.c_float, ptr, ctypes.c_int64]
+        ap, cp = (x.ctypes.data_as(ptr) for x in (a, c))
+        results["sgemm onednn"] = 2 * n ** 3 / best(
+            lambda: dnnl.dnnl_sgemm(b"N", b"N", n, n, n, 1.0, ap, n, ap, n,
+                                    0.0, cp, n)) / 1e9
+    except (OSError, AttributeError):
+        pass
     big = np.ones(64 * 1024 * 1024 // 4, np.float32)
     out = np.empty_like(big)
     results["copy GB/s"] = 2 * big.nbytes / best(

@@ -4,7 +4,8 @@
 // picks the CPU's widest kernels (AVX-512 on Zen 4 and 5) whatever
 // OPENBLAS_CORETYPE says, and measured 8 to 12% faster than Debian's
 // OpenBLAS on GPT-2's shapes (docs/benchmarks.md). f64 GEMMs, and f32 where
-// oneDNN is absent or SPMDC_GEMM=openblas asks, go to the system's CBLAS.
+// oneDNN is absent, where a rank has several GEMM threads, or where
+// SPMDC_GEMM=openblas asks, go to the system's CBLAS.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,12 +47,12 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 int gemmThreads = 1;
 
 /// Both libraries start with a thread per core; a rank uses what it was
-/// given (oneDNN's threads are OpenMP's).
+/// given (oneDNN's threads are OpenMP's, kept at one: see sgemm()).
 void applyGemmThreads() {
   if (openblas_set_num_threads)
     openblas_set_num_threads(gemmThreads);
   if (omp_set_num_threads)
-    omp_set_num_threads(gemmThreads);
+    omp_set_num_threads(1);
 }
 
 /// Whether f32 GEMMs go to oneDNN: where it is linked in, unless the
@@ -75,8 +76,12 @@ void oneDnnSgemm(int order, int transA, int transB, int m, int n, int k,
               ldc);
 }
 
-/// The f32 GEMM of this process.
-auto sgemm() { return useOneDnn() ? oneDnnSgemm : cblas_sgemm; }
+/// The f32 GEMM of this process. A rank with several GEMM threads keeps
+/// OpenBLAS: oneDNN's OpenMP team woke for every GEMM and made medium's
+/// step 3 to 5 times slower on two threads than on one (docs/benchmarks.md).
+auto sgemm() {
+  return useOneDnn() && gemmThreads == 1 ? oneDnnSgemm : cblas_sgemm;
+}
 
 /// C = A @ B over `batches`, on row-major data of type T.
 template <typename T, typename Gemm>
