@@ -1,15 +1,17 @@
 //===- Blas.cpp - matmuls of compiled code through oneDNN or CBLAS --------===//
 //
-// f32 GEMMs go to oneDNN's dnnl_sgemm where the build found it: its JIT
-// picks the CPU's widest kernels (AVX-512 on Zen 4 and 5) whatever
-// OPENBLAS_CORETYPE says, and measured 8 to 12% faster than Debian's
-// OpenBLAS on GPT-2's shapes (docs/benchmarks.md). f64 GEMMs, and f32 where
+// f32 GEMMs go to oneDNN's dnnl_sgemm and bf16 matmuls to its matmul
+// primitive where the build found it (OneDnn.h): its JIT picks the CPU's
+// widest kernels (AVX-512, AVX512_BF16) whatever OPENBLAS_CORETYPE says.
+// SGEMM measured 8 to 12% faster than Debian's OpenBLAS on GPT-2's shapes,
+// bf16 twice that (docs/benchmarks.md). f64 GEMMs, and f32 where
 // oneDNN is absent, where a rank has several GEMM threads, or where
 // SPMDC_GEMM=openblas asks, go to the system's CBLAS.
 //
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Runtime/Blas.h"
+#include "OneDnn.h"
 #include "spmdc/Runtime/FloatFormats.h"
 #include "spmdc/Runtime/MatmulBatches.h"
 #include "spmdc/Runtime/Trace.h"
@@ -31,12 +33,6 @@ void cblas_dgemm(int order, int transA, int transB, int m, int n, int k,
                  int ldb, double beta, double *c, int ldc);
 void openblas_set_num_threads(int threads) __attribute__((weak));
 void omp_set_num_threads(int threads) __attribute__((weak));
-// oneDNN's row-major SGEMM (oneapi/dnnl/dnnl.h; 0 is dnnl_success). Weak,
-// so that a link without oneDNN (spmd-run-portable) falls back to CBLAS.
-int dnnl_sgemm(char transa, char transb, int64_t m, int64_t n, int64_t k,
-               float alpha, const float *a, int64_t lda, const float *b,
-               int64_t ldb, float beta, float *c, int64_t ldc)
-    __attribute__((weak));
 }
 
 namespace {
@@ -60,7 +56,8 @@ void applyGemmThreads() {
 bool useOneDnn() {
   static const bool use = [] {
     const char *choice = std::getenv("SPMDC_GEMM");
-    return dnnl_sgemm && (!choice || std::strcmp(choice, "openblas") != 0);
+    return spmdc::rt::oneDnnSgemmAvailable() &&
+           (!choice || std::strcmp(choice, "openblas") != 0);
   }();
   return use;
 }
@@ -69,8 +66,10 @@ bool useOneDnn() {
 void oneDnnSgemm(int order, int transA, int transB, int m, int n, int k,
                  float alpha, const float *a, int lda, const float *b, int ldb,
                  float beta, float *c, int ldc) {
-  if (dnnl_sgemm(transA == kTrans ? 'T' : 'N', transB == kTrans ? 'T' : 'N', m,
-                 n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0)
+  // The GEMMs here all have alpha 1 and beta 0.
+  if (alpha == 1.0f && beta == 0.0f &&
+      spmdc::rt::oneDnnSgemm(transA == kTrans, transB == kTrans, m, n, k, a,
+                             lda, b, ldb, c, ldc))
     return;
   cblas_sgemm(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);
@@ -207,6 +206,14 @@ void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
   Operands o(2, trans_a, trans_b, a_rank, a_desc, b_rank, b_desc, c_rank,
              c_desc);
   TracedGemm traced{o.batches};
+  // oneDNN's bf16 matmul (AVX512_BF16: twice the f32 rate), unless
+  // SPMDC_GEMM=openblas asks for the widened SGEMM below.
+  if (useOneDnn() &&
+      spmdc::rt::oneDnnMatmulBf16(
+          o.batches, reinterpret_cast<const uint16_t *>(o.a.data),
+          reinterpret_cast<const uint16_t *>(o.b.data),
+          reinterpret_cast<uint16_t *>(o.c.data)))
+    return;
   std::vector<float> a = widened(o.a), b = widened(o.b);
   std::vector<float> c(o.batches.count() * o.batches.m * o.batches.n);
   gemmBatches<float>(sgemm(), o.batches, a.data(), b.data(), c.data());

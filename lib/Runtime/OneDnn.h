@@ -1,0 +1,37 @@
+//===- OneDnn.h - GEMMs through oneDNN, where it is linked ------*- C++ -*-===//
+//
+// The runtime's use of oneDNN (Debian's libdnnl-dev): an f32 GEMM and a bf16
+// matmul. oneDNN's JIT kernels use the CPU's widest instructions (AVX-512,
+// AVX512_BF16) whatever OPENBLAS_CORETYPE says. Its symbols are referenced
+// weakly: each function returns false where oneDNN is not linked, and the
+// caller falls back to CBLAS. Private to lib/Runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPMDC_LIB_RUNTIME_ONEDNN_H
+#define SPMDC_LIB_RUNTIME_ONEDNN_H
+
+#include "spmdc/Runtime/MatmulBatches.h"
+
+#include <cstdint>
+
+namespace spmdc::rt {
+
+/// Whether oneDNN's f32 GEMM is linked in.
+bool oneDnnSgemmAvailable();
+
+/// Row-major C = op(A) @ op(B) (dnnl_sgemm); false where it failed or is not
+/// linked in.
+bool oneDnnSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 const float *a, int64_t lda, const float *b, int64_t ldb,
+                 float *c, int64_t ldc);
+
+/// C = op(A) @ op(B) over `batches` on bf16 bit patterns, accumulated in f32
+/// and rounded to bf16 (oneDNN's matmul primitive: AVX512_BF16 where the
+/// CPU has it); false where oneDNN is not linked in or refused the shape.
+bool oneDnnMatmulBf16(const MatmulBatches &batches, const uint16_t *a,
+                      const uint16_t *b, uint16_t *c);
+
+} // namespace spmdc::rt
+
+#endif // SPMDC_LIB_RUNTIME_ONEDNN_H
