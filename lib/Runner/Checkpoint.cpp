@@ -5,6 +5,7 @@
 #include "spmdc/Runner/Relaunch.h"
 #include "spmdc/Runner/StepSignature.h"
 #include "spmdc/Runtime/AtomicFile.h"
+#include "spmdc/Support/ShapeString.h"
 #ifdef SPMDC_HAVE_MPI
 #include "spmdc/Runtime/Collectives.h"
 #endif
@@ -59,13 +60,6 @@ std::string rankFileName(int64_t rank) {
 
 std::string keyOf(llvm::StringRef role, llvm::StringRef name) {
   return (role + "/" + name).str();
-}
-
-std::string shapeString(llvm::ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 std::string roleName(const tg::GraphValueInfo &info) {

@@ -5,6 +5,7 @@
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Interpreter/Kernels.h"
 #include "spmdc/Runtime/SafeTensors.h"
+#include "spmdc/Support/ShapeString.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringRef.h"
@@ -24,13 +25,6 @@ using spmdc::interp::Tensor;
 namespace spmdc::runner {
 
 namespace {
-
-std::string shapeString(llvm::ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 /// "data input 'tokens' of shape [4, 16] (i64)".
 std::string describeInput(const tg::GraphValueInfo &info) {

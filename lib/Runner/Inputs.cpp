@@ -9,6 +9,7 @@
 #include "spmdc/Runtime/Init.h"
 #include "spmdc/Runtime/SafeTensors.h"
 #include "spmdc/Runtime/StoredTensor.h"
+#include "spmdc/Support/ShapeString.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -18,13 +19,6 @@ using spmdc::interp::Tensor;
 namespace spmdc::runner {
 
 namespace {
-
-std::string shapeString(llvm::ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 /// Reads the block at `offsets` of `sizes` of `info`'s tensor in `file`,
 /// which must have the logical shape.
