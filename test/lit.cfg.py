@@ -77,6 +77,30 @@ def _can_mount_tmpfs():
 if _can_mount_tmpfs():
     config.available_features.add("tmpfs-mount")
 
+# Hosts made on this machine as network namespaces (test/tools/Inputs/
+# two-hosts.sh): root, ip and unshare, and a namespace with a veth pair.
+def _can_make_netns():
+    import subprocess
+    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which(
+            "unshare"):
+        return False
+    name = "spmdc-probe-%d" % os.getpid()
+    steps = [["ip", "netns", "add", name],
+             ["ip", "-n", name, "link", "add", "probea", "type", "veth",
+              "peer", "name", "probeb"],
+             ["ip", "netns", "exec", name, "unshare", "--uts", "hostname",
+              name]]
+    try:
+        return all(subprocess.run(step, capture_output=True,
+                                  timeout=20).returncode == 0
+                   for step in steps)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+if _can_make_netns():
+    config.available_features.add("netns")
+
 # The CUDA target. ptxas checks the PTX spmdc emits (CI has the toolkit but
 # no GPU); the runtime library is built where CMake found the toolkit and
 # NCCL; tests that run kernels need a GPU and are reported UNSUPPORTED

@@ -11,17 +11,41 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <vector>
 
 #include <sched.h>
+#include <unistd.h>
 
 namespace spmdc::runner {
 
-std::optional<int> mpirunRank() {
-  for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+namespace {
+
+/// The first of the environment variables `names` that is set, as a
+/// number.
+std::optional<int> firstOf(std::initializer_list<const char *> names) {
+  for (const char *name : names)
     if (const char *value = std::getenv(name))
       return std::atoi(value);
   return std::nullopt;
+}
+
+} // namespace
+
+std::optional<int> mpirunRank() {
+  return firstOf({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"});
+}
+
+// OpenMPI's mpirun, MPICH's (Hydra), then srun (whose per-node task count
+// is set only when the job asked for one).
+std::optional<int> mpirunLocalRank() {
+  return firstOf(
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"});
+}
+
+std::optional<int> mpirunLocalSize() {
+  return firstOf({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                  "SLURM_NTASKS_PER_NODE"});
 }
 
 int fail(const std::string &message) {
@@ -43,9 +67,20 @@ bool shouldYield(llvm::StringRef yieldWhenIdle, int64_t ranks) {
   return ranks > cores;
 }
 
+std::string hostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0)
+    return "(unknown)";
+  return name;
+}
+
 int launchRanks(int argc, char **argv, const std::string &input,
                 llvm::StringRef inputBytes, int64_t ranks,
-                llvm::StringRef yieldWhenIdle) {
+                llvm::StringRef yieldWhenIdle, llvm::StringRef hostfile) {
+  // Checked here, not by the command line: the ranks parse it too, on hosts
+  // that need not hold the file.
+  if (!hostfile.empty() && !llvm::sys::fs::is_regular_file(hostfile))
+    return fail("cannot read the hostfile '" + hostfile.str() + "'");
   std::string modulePath = input;
   llvm::SmallString<128> temporary;
   if (input == "-") {
@@ -66,9 +101,14 @@ int launchRanks(int argc, char **argv, const std::string &input,
   // wait (SPMD_RT_WAIT=sleep). OpenMPI's mpi_yield_when_idle alone was
   // measured and made such steps slower (sched_yield hands the core to the
   // busy process for its whole slice): docs/reliability.md.
-  bool yield = shouldYield(yieldWhenIdle, ranks);
+  // Over several hosts, how many ranks share one is mpirun's choice: there
+  // `auto` counts on a core a rank, as a cluster's jobs are sized.
+  bool yield = (hostfile.empty() || yieldWhenIdle != "auto") &&
+               shouldYield(yieldWhenIdle, ranks);
   if (yield)
     command.insert(command.end(), {"-x", "SPMD_RT_WAIT=sleep"});
+  if (!hostfile.empty())
+    command.insert(command.end(), {"--hostfile", hostfile.str()});
   command.insert(command.end(), {"-np", std::to_string(ranks), self});
   for (int i = 1; i < argc; ++i)
     command.push_back(argv[i] == input ? modulePath : argv[i]);

@@ -173,7 +173,8 @@ int Run::run() {
 #ifdef SPMDC_HAVE_MPI
   if (launch)
     return launchRanks(argc, argv, options.input, inputBytes,
-                       signature.mesh.numRanks(), options.yieldWhenIdle);
+                       signature.mesh.numRanks(), options.yieldWhenIdle,
+                       options.hostfile);
 #endif
   if (underMpi)
     localRanks.push_back(*mpirunRank());
@@ -181,6 +182,8 @@ int Run::run() {
     for (int64_t rank = 0; rank < signature.mesh.numRanks(); ++rank)
       localRanks.push_back(rank);
   printing = localRanks.front() == 0;
+  if (underMpi)
+    spdlog::info("rank {} on host {}", localRanks.front(), hostName());
 
   if (!options.saveOutputs.empty() && options.steps == 0)
     return fail("--save-outputs needs at least one step");
@@ -344,10 +347,9 @@ std::optional<int> Run::openCompiledStep() {
   CompiledStep::Options load;
   load.optLevel = options.optLevel;
   load.multiRank = underMpi;
-  const char *localSize = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  load.gemmThreads = gemmThreads(options, localSize ? std::atoi(localSize) : 1);
-  if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
-    load.localRank = std::atoi(local);
+  load.gemmThreads = gemmThreads(options, mpirunLocalSize().value_or(1));
+  if (std::optional<int> local = mpirunLocalRank())
+    load.localRank = *local;
   compiled = CompiledStep::open(*moduleFile, context, load, errorMessage);
   if (!compiled)
     return fail(options.input + ": " + errorMessage);

@@ -2,6 +2,7 @@
 
 #include "RunOptions.h"
 
+#include "spmdc/Runner/Relaunch.h"
 #include "spmdc/Runtime/Limits.h"
 
 #include <CLI/CLI.hpp>
@@ -146,6 +147,10 @@ std::optional<int> parseRunOptions(int argc, char **argv,
                  "on, off, or auto (default): when the ranks exceed the "
                  "cores")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_option("--hostfile", options.hostfile,
+                 "start the ranks on the hosts of this mpirun hostfile "
+                 "(over TCP; every host needs this spmd-run and the module "
+                 "at the same paths: docs/cluster.md)");
   app.add_option("--log-level", logLevel, "log level (stderr)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   try {
@@ -164,6 +169,28 @@ std::optional<int> parseRunOptions(int argc, char **argv,
                  "--checkpoint-dir (or --resume, to write into the resumed "
                  "directory)\n"
               << "run 'spmd-run --help' for usage\n";
+    return 2;
+  }
+  // spmd-run started alone copies a module from stdin to a file for the
+  // ranks it starts; a file on this host, which ranks on others cannot read.
+  if (!options.hostfile.empty() && options.input == "-") {
+    std::cerr << "spmd-run: error: --hostfile starts ranks on other hosts, "
+                 "which cannot read this process's stdin: give the module "
+                 "as a file at the same path on every host, not '-'\n"
+              << "run 'spmd-run --help' for usage\n";
+    return 2;
+  }
+  // Started by the user's mpirun, only rank 0 has the stdin. Rank 0 says
+  // so and its exit is the job's; the others leave quietly with 0, since a
+  // failed rank would make mpirun end rank 0 before it has spoken.
+  if (std::optional<int> rank = runner::mpirunRank();
+      rank && options.input == "-") {
+    if (*rank != 0)
+      return 0;
+    std::cerr << "spmd-run: error: under mpirun only rank 0 reads stdin: "
+                 "give the module as a file every rank can read, not '-' "
+                 "(spmd-run started alone takes '-' and starts mpirun "
+                 "itself)\n";
     return 2;
   }
   if (!maxTensorBytes.empty())

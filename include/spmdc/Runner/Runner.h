@@ -66,6 +66,9 @@ struct RunOptions {
   /// or yield when the ranks exceed the cores ("auto";
   /// docs/reliability.md).
   std::string yieldWhenIdle = "auto";
+  /// The ranks go to the hosts of this mpirun hostfile (`--hostfile`, given
+  /// to the mpirun spmd-run starts); empty: this machine.
+  std::string hostfile;
   /// A progress line on stderr every N steps (loss, ms a step, tokens or
   /// samples a second, time left) and a summary at the end; 0: none; -1:
   /// every step when stderr is a terminal, else none.
