@@ -33,6 +33,8 @@ static nlohmann::json toJson(const ModuleValue &v) {
     j["aliases"] = v.aliases;
   if (v.buffer)
     j["buffer"] = true;
+  if (v.defaultValue)
+    j["default"] = *v.defaultValue;
   return j;
 }
 
@@ -165,6 +167,8 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
         if (j.contains("aliases"))
           v.aliases = j["aliases"].get<std::vector<std::string>>();
         v.buffer = j.value("buffer", false);
+        if (j.contains("default"))
+          v.defaultValue = j["default"].get<double>();
         int64_t count = 1;
         for (int64_t size : v.shape)
           if (size < 0 || __builtin_mul_overflow(count, size, &count) ||

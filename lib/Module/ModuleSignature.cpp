@@ -46,6 +46,7 @@ static ModuleValue toModuleValue(const tg::GraphValueInfo &info,
   v.indexBound = info.indexBound;
   v.aliases = info.aliases;
   v.buffer = info.buffer;
+  v.defaultValue = info.defaultValue;
   if (shardingAttr && mesh) {
     FailureOr<dist::TensorSharding> sharding = dist::TensorSharding::fromAttr(
         shardingAttr, *mesh, info.type.getRank());

@@ -3,8 +3,9 @@
 // Reads the step's signature (a compiled module's header, or IR's @main),
 // starts the ranks under mpirun where the module has several, gives each
 // rank its block of the logical inputs, runs the step K times on all ranks
-// feeding updated parameters and optimizer state back by name, prints
-// `step K loss X` on stdout and saves the logical parameters and outputs.
+// feeding updated parameters and optimizer state back by name and the
+// learning rate of each step to its `lr` input, prints `step K loss X` on
+// stdout and saves the logical parameters and outputs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 #include "spmdc/Runner/CudaRuntimeLibrary.h"
 #include "spmdc/Runner/Dataset.h"
 #include "spmdc/Runner/Inputs.h"
+#include "spmdc/Runner/LearningRate.h"
 #include "spmdc/Runner/Relaunch.h"
 #include "spmdc/Runner/SavedTensors.h"
 #include "spmdc/Runner/ScatterGather.h"
@@ -98,6 +100,12 @@ private:
   /// --resume: the checkpoint, checked against the step's signature before
   /// any rank starts (and again on each rank).
   std::optional<int> openCheckpoint();
+  /// The values of the step's hyperparameters: the learning rate's
+  /// schedule (--lr-schedule and its flags, the module's lr by default),
+  /// others' defaults. Checked before any rank starts.
+  std::optional<int> resolveHyperparameters();
+  /// Feeds each local rank the hyperparameters of `step`.
+  void feedHyperparameters(int step);
   /// A compiled module's step, opened before its inputs are built so that
   /// each goes straight into the step's buffer of its dtype.
   std::optional<int> openCompiledStep();
@@ -154,6 +162,11 @@ private:
   std::vector<size_t> datasetArguments;
   std::optional<size_t> lossIndex;
   RankValues lastOutputs;
+  /// The `lr` argument and its schedule; the other hyperparameters, fed
+  /// their defaults.
+  std::optional<size_t> lrIndex;
+  LrSchedule schedule;
+  std::vector<std::pair<size_t, double>> fixedHyperparameters;
 };
 
 int Run::run() {
@@ -169,6 +182,8 @@ int Run::run() {
   if (std::optional<int> stop = isModule ? openModule() : openProgram())
     return *stop;
   if (std::optional<int> stop = openCheckpoint())
+    return *stop;
+  if (std::optional<int> stop = resolveHyperparameters())
     return *stop;
 #ifdef SPMDC_HAVE_MPI
   if (launch)
@@ -333,6 +348,76 @@ std::optional<int> Run::openCheckpoint() {
   // The batch the next step draws.
   inputs.batch = progress.nextBatch;
   return std::nullopt;
+}
+
+std::optional<int> Run::resolveHyperparameters() {
+  for (size_t a = 0; a < signature.arguments.size(); ++a) {
+    const tg::GraphValueInfo &info = signature.arguments[a];
+    if (info.role != tg::Role::hyper)
+      continue;
+    if (info.name == "lr") {
+      lrIndex = a;
+      continue;
+    }
+    if (!info.defaultValue)
+      return fail(options.input + ": hyperparameter '" + info.name +
+                  "' has no default value, and spmd-run has no flag that "
+                  "sets it");
+    fixedHyperparameters.emplace_back(a, *info.defaultValue);
+  }
+  bool scheduled = !options.lrSchedule.empty() || options.lr || options.minLr ||
+                   options.warmupSteps || options.totalSteps;
+  if (!lrIndex) {
+    if (scheduled)
+      return fail(options.input +
+                  ": has no learning-rate input (an argument 'lr' of role "
+                  "hyper), so --lr-schedule, --lr, --min-lr, --warmup-steps "
+                  "and --total-steps cannot set it: it has no optimizer, or "
+                  "was compiled before the learning rate became an input "
+                  "(compile it again with this spmdc)");
+    return std::nullopt;
+  }
+  std::optional<double> peak =
+      options.lr ? options.lr : signature.arguments[*lrIndex].defaultValue;
+  if (!peak)
+    return fail(options.input + ": its learning-rate input 'lr' has no "
+                                "default value: give one with --lr");
+  schedule.kind =
+      LrSchedule::kindOf(options.lrSchedule.empty() ? "constant"
+                                                    : options.lrSchedule)
+          .value_or(LrSchedule::Kind::Constant);
+  schedule.lr = *peak;
+  schedule.minLr = options.minLr.value_or(0.0);
+  schedule.warmupSteps = options.warmupSteps.value_or(0);
+  schedule.totalSteps = options.totalSteps.value_or(options.steps);
+  if (!underMpi) {
+    if (schedule.kind == LrSchedule::Kind::Constant &&
+        (options.minLr || options.totalSteps))
+      spdlog::warn("--min-lr and --total-steps shape a decay: the constant "
+                   "schedule ignores them (use --lr-schedule cosine or "
+                   "linear)");
+    spdlog::info("learning rate: {} {:.9g}, warmup {} steps, min {:.9g} at "
+                 "step {}",
+                 LrSchedule::name(schedule.kind), schedule.lr,
+                 schedule.warmupSteps, schedule.minLr, schedule.totalSteps);
+  }
+  return std::nullopt;
+}
+
+void Run::feedHyperparameters(int step) {
+  auto feed = [&](size_t a, double value) {
+    Tensor scalar(interp::Shape{}, value);
+    for (size_t k = 0; k < localRanks.size(); ++k) {
+      if (compiled)
+        compiled->stage(a, scalar);
+      else
+        args[k][a] = scalar;
+    }
+  };
+  if (lrIndex)
+    feed(*lrIndex, schedule.at(step));
+  for (auto [a, value] : fixedHyperparameters)
+    feed(a, value);
 }
 
 std::optional<int> Run::openCompiledStep() {
@@ -533,6 +618,18 @@ itemsPerStep(const StepSignature &signature) {
   return {0, "samples"};
 }
 
+/// The shortest decimal that reads back as `value` ("0.00055", not
+/// "0.00055000000000000003"), as Python's repr writes it.
+static std::string shortestDecimal(double value) {
+  char text[32];
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value)
+      break;
+  }
+  return text;
+}
+
 /// "1m05s", "7.3 s".
 static std::string duration(double seconds) {
   char text[32];
@@ -592,6 +689,10 @@ std::optional<int> Run::runSteps() {
         return failOnThisRank("step " + std::to_string(step) + ": " +
                               errorMessage);
     }
+    feedHyperparameters(step);
+    std::optional<double> lr;
+    if (lrIndex)
+      lr = schedule.at(step);
     auto started = std::chrono::steady_clock::now();
     double traceStart = rt::trace::nowMicros();
     FailureOr<RankValues> results = runStep();
@@ -619,6 +720,9 @@ std::optional<int> Run::runSteps() {
       std::fprintf(metrics, "{\"step\": %d", step);
       if (lossValue)
         std::fprintf(metrics, ", \"loss\": %.9g", *lossValue);
+      // Digits enough to read back the double fed to the step.
+      if (lr)
+        std::fprintf(metrics, ", \"lr\": %s", shortestDecimal(*lr).c_str());
       std::fprintf(metrics, ", \"ms\": %.3f, \"%s_per_s\": %.1f}\n", ms,
                    itemName, rate);
       std::fflush(metrics);
@@ -626,9 +730,13 @@ std::optional<int> Run::runSteps() {
     if (printing && every > 0 && (step % every == 0 || step == options.steps)) {
       std::string loss =
           lossValue ? llvm::formatv("  loss {0:F5}", *lossValue).str() : "";
-      std::fprintf(stderr, "spmd-run: step %d/%d%s  %.1f ms  %.0f %s/s  eta %s\n",
-                   step, options.steps, loss.c_str(), ms, rate, itemName,
-                   duration(ms * (options.steps - step) / 1000).c_str());
+      char lrText[32] = "";
+      if (lr)
+        std::snprintf(lrText, sizeof lrText, "  lr %.3e", *lr);
+      std::fprintf(
+          stderr, "spmd-run: step %d/%d%s%s  %.1f ms  %.0f %s/s  eta %s\n",
+          step, options.steps, loss.c_str(), lrText, ms, rate, itemName,
+          duration(ms * (options.steps - step) / 1000).c_str());
     }
     for (size_t k = 0; k < localRanks.size(); ++k)
       for (auto [r, a] : feedback)

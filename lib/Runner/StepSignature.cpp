@@ -111,6 +111,7 @@ bool readModuleValues(const std::vector<ModuleValue> &values,
     info.indexBound = value.indexBound;
     info.aliases = value.aliases;
     info.buffer = value.buffer;
+    info.defaultValue = value.defaultValue;
     infos.push_back(std::move(info));
   }
   return true;

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 
@@ -141,7 +142,50 @@ std::optional<int> parseRunOptions(int argc, char **argv,
       ->check(CLI::NonNegativeNumber);
   app.add_option("--metrics", options.metrics,
                  "write one JSON object a step to this file (JSON Lines): "
-                 "step, loss, ms, tokens or samples a second");
+                 "step, loss, lr, ms, tokens or samples a second");
+  // The learning-rate schedule (LearningRate.h), fed to the step's `lr`.
+  auto nonNegative = [](const std::string &v) -> std::string {
+    char *end = nullptr;
+    double value = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(value >= 0) || std::isinf(value))
+      return "a finite number >= 0, not '" + v + "'";
+    return "";
+  };
+  auto stepCount = [](const std::string &v) -> std::string {
+    try {
+      size_t end = 0;
+      if (std::stoll(v, &end) >= 0 && end == v.size())
+        return "";
+    } catch (...) {
+    }
+    return "a number of steps >= 0, not '" + v + "'";
+  };
+  app.add_option("--lr-schedule", options.lrSchedule,
+                 "the learning rate of each step: constant (after the "
+                 "warmup), or cosine or linear decay from --lr to --min-lr "
+                 "at --total-steps (nanoGPT's get_lr; default constant)")
+      ->check(CLI::IsMember({"constant", "cosine", "linear"}));
+  double lr = 0, minLr = 0;
+  int64_t warmupSteps = 0, totalSteps = 0;
+  CLI::Option *lrOption =
+      app.add_option("--lr", lr,
+                     "the peak learning rate (default: the module's, "
+                     "spmdc's --lr)")
+          ->check(nonNegative);
+  CLI::Option *minLrOption =
+      app.add_option("--min-lr", minLr,
+                     "where cosine and linear decay end (default 0)")
+          ->check(nonNegative);
+  CLI::Option *warmupOption =
+      app.add_option("--warmup-steps", warmupSteps,
+                     "steps of linear warmup: step k < W+1 takes "
+                     "lr k/(W+1) (default 0)")
+          ->check(stepCount);
+  CLI::Option *totalOption =
+      app.add_option("--total-steps", totalSteps,
+                     "the step count the decay spans; --min-lr from there "
+                     "on (default --steps)")
+          ->check(stepCount);
   app.add_option("--yield-when-idle", options.yieldWhenIdle,
                  "ranks waiting in a collective sleep instead of spinning: "
                  "on, off, or auto (default): when the ranks exceed the "
@@ -191,6 +235,24 @@ std::optional<int> parseRunOptions(int argc, char **argv,
                  "give the module as a file every rank can read, not '-' "
                  "(spmd-run started alone takes '-' and starts mpirun "
                  "itself)\n";
+    return 2;
+  }
+  if (lrOption->count())
+    options.lr = lr;
+  if (minLrOption->count())
+    options.minLr = minLr;
+  if (warmupOption->count())
+    options.warmupSteps = warmupSteps;
+  if (totalOption->count())
+    options.totalSteps = totalSteps;
+  if (warmupSteps > options.totalSteps.value_or(options.steps)) {
+    std::cerr << "spmd-run: error: --warmup-steps " << warmupSteps
+              << " is more than the "
+              << (options.totalSteps
+                      ? "--total-steps "
+                      : "--steps (the default --total-steps) ")
+              << options.totalSteps.value_or(options.steps) << "\n"
+              << "run 'spmd-run --help' for usage\n";
     return 2;
   }
   if (!maxTensorBytes.empty())

@@ -45,6 +45,9 @@ struct ModuleValue {
   /// For a state: model state (a buffer the model updates), saved with the
   /// parameters.
   bool buffer = false;
+  /// For a hyperparameter (role "hyper": the learning rate "lr"): the value
+  /// the runner feeds when told no other.
+  std::optional<double> defaultValue;
 };
 
 struct ModuleFile {

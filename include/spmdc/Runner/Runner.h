@@ -12,6 +12,7 @@
 #define SPMDC_RUNNER_RUNNER_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace spmdc::runner {
@@ -76,6 +77,14 @@ struct RunOptions {
   /// Where to write one JSON object a step (`--metrics FILE.jsonl`);
   /// empty: nowhere.
   std::string metrics;
+  /// The learning rate fed to the step's `lr` input (LearningRate.h):
+  /// `lrSchedule` "constant", "cosine" or "linear" (empty: not given,
+  /// constant); the peak `lr` (unset: the module's, spmdc's --lr), `minLr`
+  /// (unset: 0), `warmupSteps` (unset: 0), `totalSteps` (unset: `steps`).
+  /// Unset and empty tell a module without an `lr` input apart.
+  std::string lrSchedule;
+  std::optional<double> lr, minLr;
+  std::optional<int64_t> warmupSteps, totalSteps;
 };
 
 /// Runs `options.input` for `options.steps` steps and gives the exit code:

@@ -195,14 +195,14 @@ func.func @convert_shape(%a: tensor<2xf32>) {
 // -----
 
 // A role written as a string (the form before roles were an enum).
-// expected-error@+1 {{argument #0: 'tg.role' must be #tg.role<param>, <data> or <state>, got "param"}}
+// expected-error@+1 {{argument #0: 'tg.role' must be #tg.role<param>, <data>, <state> or <hyper>, got "param"}}
 func.func @string_role(%x: tensor<2xf32> {tg.name = "x", tg.role = "param"}) {
   return
 }
 
 // -----
 
-// expected-error@+2 {{expected ::spmdc::tg::Role to be one of: param, data, state, loss, output, grad}}
+// expected-error@+2 {{expected ::spmdc::tg::Role to be one of: param, data, state, loss, output, grad, hyper}}
 // expected-error@+1 {{failed to parse TG_RoleAttr parameter 'value'}}
 func.func @bad_role(%x: tensor<2xf32> {tg.name = "x", tg.role = #tg.role<weight>}) {
   return
@@ -210,7 +210,7 @@ func.func @bad_role(%x: tensor<2xf32> {tg.name = "x", tg.role = #tg.role<weight>
 
 // -----
 
-// expected-error@+1 {{argument #0: 'tg.role' must be #tg.role<param>, <data> or <state>, got #tg.role<loss>}}
+// expected-error@+1 {{argument #0: 'tg.role' must be #tg.role<param>, <data>, <state> or <hyper>, got #tg.role<loss>}}
 func.func @result_role_on_argument(%x: tensor<2xf32> {tg.name = "x", tg.role = #tg.role<loss>}) {
   return
 }
@@ -220,6 +220,21 @@ func.func @result_role_on_argument(%x: tensor<2xf32> {tg.name = "x", tg.role = #
 // expected-error@+1 {{result #0: 'tg.role' must be #tg.role<loss>, <output>, <param>, <state> or <grad>, got #tg.role<data>}}
 func.func @bad_result_role(%x: tensor<2xf32>) -> (tensor<2xf32> {tg.role = #tg.role<data>}) {
   return %x : tensor<2xf32>
+}
+
+// -----
+
+// A hyperparameter (the learning rate) is fed, never returned.
+// expected-error@+1 {{result #0: 'tg.role' must be #tg.role<loss>, <output>, <param>, <state> or <grad>, got #tg.role<hyper>}}
+func.func @hyper_result(%x: tensor<f64>) -> (tensor<f64> {tg.role = #tg.role<hyper>}) {
+  return %x : tensor<f64>
+}
+
+// -----
+
+// expected-error@+1 {{argument #0: 'tg.default' must be a float}}
+func.func @bad_default(%lr: tensor<f64> {tg.name = "lr", tg.role = #tg.role<hyper>, tg.default = "0.1"}) {
+  return
 }
 
 // -----

@@ -365,6 +365,21 @@ placeArguments(func::FuncOp main, const ShardSpec &spec, const Mesh &mesh) {
   for (const tg::GraphValueInfo &info : infos) {
     placer.placedBy.clear();
     TensorSharding sharding = TensorSharding::replicated(info.type.getRank());
+    // A hyperparameter (the learning rate) is the same on every rank:
+    // presets and globs pass it by; an exact name can only replicate it.
+    if (info.role == tg::Role::hyper) {
+      const TensorRule *rule = spec.findRule(info.name);
+      if (rule && !rule->isGlob &&
+          llvm::any_of(rule->placements, [](const auto &axisPlacement) {
+            return axisPlacement.second.kind != Placement::Kind::Replicate;
+          }))
+        return placer.error(rule->pointer)
+               << "'" << info.name
+               << "' is a hyperparameter of the step, replicated on every "
+                  "mesh axis: the spec cannot place it";
+      placed.push_back({std::move(sharding), placer.placedBy});
+      continue;
+    }
     if (failed(placer.applyPresets(info, sharding)))
       return failure();
     const TensorRule *rule = spec.findRule(info.name);

@@ -92,6 +92,8 @@ static std::vector<GraphValueInfo> readInfos(func::FuncOp fn, bool arguments) {
       if (auto ref = attrs.getAs<DictionaryAttr>(kInitRefAttr))
         info.initRef = readInitialValueRef(ref);
       info.buffer = attrs.contains(kBufferAttr);
+      if (auto value = attrs.getAs<FloatAttr>(kDefaultAttr))
+        info.defaultValue = value.getValueAsDouble();
       if (auto aliases = attrs.getAs<ArrayAttr>(kAliasesAttr))
         for (Attribute a : aliases)
           info.aliases.push_back(llvm::cast<StringAttr>(a).str());
@@ -134,6 +136,11 @@ static LogicalResult verifyInfos(func::FuncOp fn, bool arguments) {
                               << "' must be a float scalar, got "
                               << info.type;
     }
+    if (info.role == Role::hyper &&
+        (info.type.getRank() != 0 ||
+         !llvm::isa<FloatType>(info.type.getElementType())))
+      return fn.emitError() << "the hyperparameter '" << info.name
+                            << "' must be a float scalar, got " << info.type;
   }
   return success();
 }

@@ -40,11 +40,12 @@ void TensorGraphDialect::initialize() {
 }
 
 bool spmdc::tg::isArgumentRole(Role role) {
-  return role == Role::param || role == Role::data || role == Role::state;
+  return role == Role::param || role == Role::data || role == Role::state ||
+         role == Role::hyper;
 }
 
 bool spmdc::tg::isResultRole(Role role) {
-  return role != Role::data;
+  return role != Role::data && role != Role::hyper;
 }
 
 /// Checks one `tg.*` attribute on a function argument or result.
@@ -64,7 +65,7 @@ static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
                               : isResultRole(role.getValue())))
       return op->emitError()
              << what << " #" << index << ": '" << kRoleAttr << "' must be "
-             << (isArgument ? "#tg.role<param>, <data> or <state>"
+             << (isArgument ? "#tg.role<param>, <data>, <state> or <hyper>"
                             : "#tg.role<loss>, <output>, <param>, <state> or "
                               "<grad>")
              << ", got " << attr.getValue();
@@ -109,6 +110,12 @@ static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
     if (!llvm::isa<UnitAttr>(attr.getValue()))
       return op->emitError() << what << " #" << index << ": '" << kBufferAttr
                              << "' is a unit attribute";
+    return success();
+  }
+  if (name == kDefaultAttr && isArgument) {
+    if (!llvm::isa<FloatAttr>(attr.getValue()))
+      return op->emitError() << what << " #" << index << ": '" << kDefaultAttr
+                             << "' must be a float";
     return success();
   }
   if (name == kIndexBoundAttr && isArgument) {

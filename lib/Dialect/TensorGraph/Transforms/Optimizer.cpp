@@ -3,7 +3,9 @@
 // Replaces the `grad` results of @main by updated parameters and optimizer
 // state, following torch.optim.SGD and torch.optim.AdamW step for step, so
 // that one compiled step matches PyTorch's. State is explicit: new `state`
-// arguments in, updated `state` results out.
+// arguments in, updated `state` results out. The learning rate is an
+// argument too (`hyper`, f64 as PyTorch's Python float), so that a schedule
+// changes it from step to step without a new compile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +48,22 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
       signalPassFailure();
   }
 
+  /// The learning rate, a new `hyper` argument of @main: a rank-0 f64, as
+  /// the Python float PyTorch's optimizers hold, so that every product with
+  /// it rounds as the constant it replaces did. `tg.default` records the
+  /// pass's lr, which the runner feeds when no schedule says otherwise.
+  Value addLearningRate(func::FuncOp fn) {
+    Builder b(&getContext());
+    NamedAttrList attrs;
+    attrs.append(kNameAttr, b.getStringAttr("lr"));
+    attrs.append(kRoleAttr, RoleAttr::get(b.getContext(), Role::hyper));
+    attrs.append(kDefaultAttr, b.getF64FloatAttr(lr));
+    unsigned index = fn.getNumArguments();
+    (void)fn.insertArgument(index, RankedTensorType::get({}, b.getF64Type()),
+                            attrs.getDictionary(&getContext()), fn.getLoc());
+    return fn.getArgument(index);
+  }
+
   /// A new `state` argument of @main.
   Value addState(func::FuncOp fn, StringRef name, RankedTensorType type) {
     OpBuilder b(&getContext());
@@ -66,6 +84,12 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     if (llvm::none_of(results, [](auto &r) { return r.role == Role::grad; }))
       return fn.emitError("--tg-optimizer needs the 'grad' results of "
                           "--tg-autodiff");
+    if (llvm::any_of(args, [](const GraphValueInfo &a) {
+          return a.role == Role::hyper && a.name == "lr";
+        }))
+      return fn.emitError("--tg-optimizer: @main already has a learning-rate "
+                          "argument 'lr'");
+    learningRate = addLearningRate(fn);
 
     // Ops from here to the return are the update: tagged for the report.
     Operation *lastBackwardOp = ret->getPrevNode();
@@ -225,7 +249,16 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
       g = m.add(m.mul(buf, m.scalar(p, momentum)), g);
       stateResults.back().second = g;
     }
-    return m.sub(p, m.mul(g, m.scalar(p, lr)));
+    return m.sub(p, m.mul(g, toElementType(b, p, learningRate)));
+  }
+
+  /// `scalar` (rank 0) converted to the element type of `like`.
+  Value toElementType(OpBuilder &b, Value like, Value scalar) {
+    Type el = typeOf(like).getElementType();
+    if (typeOf(scalar).getElementType() == el)
+      return scalar;
+    return ConvertOp::create(b, workLoc(kOptimizerWork, like.getLoc()),
+                             RankedTensorType::get({}, el), scalar);
   }
 
   /// torch.optim.AdamW: p *= 1 - lr wd; m = b1 m + (1-b1) g;
@@ -238,14 +271,18 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
     OpBuilder b(fn.getBody().front().getTerminator());
     Location loc = workLoc(kOptimizerWork, p.getLoc());
     GraphMath x{b, loc};
-    auto toParamType = [&](Value s) -> Value {
-      Type el = typeOf(p).getElementType();
-      if (typeOf(s).getElementType() == el)
-        return s;
-      return ConvertOp::create(b, loc, RankedTensorType::get({}, el), s);
-    };
+    auto toParamType = [&](Value s) { return toElementType(b, p, s); };
 
-    Value decayed = x.mul(p, x.scalar(p, 1.0 - lr * weightDecay));
+    // 1 - lr wd in f64, then rounded to the parameter's type, as PyTorch's
+    // param.mul_(1 - lr * weight_decay) rounds its Python float. Without
+    // weight decay the factor is 1: no op.
+    Value decayed = p;
+    if (weightDecay != 0.0) {
+      Value lr = learningRate;
+      decayed =
+          x.mul(p, toParamType(x.sub(x.scalar(lr, 1.0),
+                                     x.mul(lr, x.scalar(lr, weightDecay)))));
+    }
     Value m2 = x.add(x.mul(m, x.scalar(p, beta1)),
                      x.mul(g, x.scalar(p, 1.0 - beta1)));
     Value v2 = x.add(x.mul(v, x.scalar(p, beta2)),
@@ -256,13 +293,15 @@ struct TgOptimizerPass : spmdc::tg::impl::TgOptimizerBase<TgOptimizerPass> {
                       PowOp::create(b, loc, x.scalar(step, beta1), step));
     Value bc2 = x.sub(x.scalar(step, 1.0),
                       PowOp::create(b, loc, x.scalar(step, beta2), step));
-    Value stepSize = toParamType(x.div(x.scalar(step, lr), bc1));
+    Value stepSize = toParamType(x.div(learningRate, bc1));
     Value bc2Sqrt = toParamType(SqrtOp::create(b, loc, bc2));
     Value denom = x.add(x.div(SqrtOp::create(b, loc, v2), bc2Sqrt),
                         x.scalar(p, eps));
     return x.sub(decayed, x.mul(x.div(m2, denom), stepSize));
   }
 
+  /// The `lr` argument (f64, rank 0).
+  Value learningRate;
   /// Names and updated values of the state arguments added so far.
   SmallVector<std::pair<std::string, Value>> stateResults;
 };

@@ -7,6 +7,8 @@
 // RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-apply-spec=spec=%t/partial.json 2>&1 | FileCheck %s --check-prefix=PARTIAL
 // RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-apply-spec 2>&1 | FileCheck %s --check-prefix=NOSPEC
 // RUN: not spmdc-opt %t/step.mlir --tg-autodiff --dist-apply-spec=spec=%t/ddp.json --dist-apply-spec=spec=%t/ddp.json 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer --dist-apply-spec=spec=%t/lr-glob.json | FileCheck %s --check-prefix=LRGLOB
+// RUN: not spmdc-opt %t/step.mlir --tg-autodiff --tg-optimizer --dist-apply-spec=spec=%t/lr-exact.json 2>&1 | FileCheck %s --check-prefix=LREXACT
 
 // The spec's placements on @main, each with the entry that made it; the
 // results @main must return in a given sharding; nothing else yet.
@@ -41,6 +43,10 @@
 // PARTIAL: partial.json{{.*}}: error: 'w1' is an input: it cannot be a partial sum ("P" is for results)
 // NOSPEC: error: --dist-apply-spec needs a shard spec (spec=FILE)
 // TWICE: error: the module is already sharded
+// The learning rate is replicated on every axis, whatever preset or glob
+// would place a tensor of its name; an exact entry can only replicate it.
+// LRGLOB: tensor<f64> {dist.sharding = #dist.sharding<[] from "no spec entry: replicated">, tg.default = 1.000000e-03 : f64, tg.name = "lr", tg.role = #tg.role<hyper>}
+// LREXACT: lr-exact.json{{.*}}: error: 'lr' is a hyperparameter of the step, replicated on every mesh axis: the spec cannot place it
 
 //--- step.mlir
 func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
@@ -68,5 +74,10 @@ func.func @main(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
 {"version": 1, "mesh": {"axes": ["dp"], "shape": [8]}, "presets": {"dp": "zero3"}}
 //--- unknown.json
 {"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "tensors": {"w3": {"dp": "S(0)"}}}
+//--- lr-glob.json
+{"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "presets": {"dp": "zero3"},
+ "tensors": {"l*": {"dp": "P"}}}
+//--- lr-exact.json
+{"version": 1, "mesh": {"axes": ["dp", "tp"], "shape": [2, 1]}, "tensors": {"lr": {"dp": "R", "tp": "S(0)"}}}
 //--- partial.json
 {"version": 1, "mesh": {"axes": ["dp"], "shape": [2]}, "tensors": {"w1": {"dp": "P"}}}

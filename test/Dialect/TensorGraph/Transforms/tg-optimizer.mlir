@@ -5,11 +5,15 @@
 // RUN: not spmdc-opt %s -split-input-file --tg-autodiff --tg-optimizer="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: spmdc-opt %s -split-input-file --tg-autodiff --tg-optimizer="optimizer=sgd lr=0.5 clip-grad-norm=0.25" | FileCheck %s --check-prefix=CLIP
 // RUN: not spmdc-opt %s -split-input-file --tg-autodiff --tg-optimizer="clip-grad-norm=-1" 2>&1 | FileCheck %s --check-prefix=CLIPBAD
+// RUN: spmdc-opt %s -split-input-file --tg-autodiff --tg-optimizer="optimizer=adamw weight-decay=0" | FileCheck %s --check-prefix=NOWD
+// RUN: not spmdc-opt %S/Inputs/has-lr.mlir --tg-autodiff --tg-optimizer 2>&1 | FileCheck %s --check-prefix=HASLR
 
 // Momentum and weight decay as in torch.optim.SGD -
-// g' = g + wd w; buf' = momentum buf + g'; w' = w - lr buf'.
+// g' = g + wd w; buf' = momentum buf + g'; w' = w - lr buf'. The learning
+// rate is an input (role hyper, f64 as PyTorch's Python float) whose
+// default is the pass's lr.
 // SGD-LABEL: func.func @main
-// SGD-SAME: (%[[W:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>}, %[[BUF:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = #tg.role<state>})
+// SGD-SAME: (%[[W:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>}, %[[LRARG:[a-z0-9]+]]: tensor<f64> {tg.default = 5.000000e-01 : f64, tg.name = "lr", tg.role = #tg.role<hyper>}, %[[BUF:[a-z0-9]+]]: tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = #tg.role<state>})
 // SGD-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}, tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>}, tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = #tg.role<state>})
 // The gradient is tagged with its parameter, the update with its phase.
 // SGD: %[[G:.*]] = tg.add %{{.*}}, %{{.*}} {tg.grad_of = "w"} : tensor<2xf32>, tensor<2xf32>
@@ -19,25 +23,33 @@
 // SGD: %[[MOM:.*]] = tg.full 9.000000e-01 {{.*}}: tensor<f32>
 // SGD: %[[OLD:.*]] = tg.mul %[[BUF]], %[[MOM]]
 // SGD: %[[NEWBUF:.*]] = tg.add %[[OLD]], %[[G2]]
-// SGD: %[[LR:.*]] = tg.full 5.000000e-01 {{.*}}: tensor<f32>
+// SGD: %[[LR:.*]] = tg.convert %[[LRARG]] {tg.update} : tensor<f64> to tensor<f32>
 // SGD: %[[STEP:.*]] = tg.mul %[[NEWBUF]], %[[LR]]
 // SGD: %[[NEWW:.*]] = tg.sub %[[W]], %[[STEP]] {tg.update}
 // SGD: return %{{.*}}, %[[NEWW]], %[[NEWBUF]]
 
 // Without momentum there is no state.
 // PLAIN-LABEL: func.func @main
-// PLAIN-SAME: (%{{[a-z0-9]+}}: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>})
+// PLAIN-SAME: (%{{[a-z0-9]+}}: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>}, %{{[a-z0-9]+}}: tensor<f64> {tg.default = 5.000000e-01 : f64, tg.name = "lr", tg.role = #tg.role<hyper>})
 // PLAIN-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}, tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>})
 
 // AdamW: a shared step count and two moments per parameter.
 // ADAMW-LABEL: func.func @main
+// ADAMW-SAME: %[[LRARG:[a-z0-9]+]]: tensor<f64> {tg.default = 1.000000e-03 : f64, tg.name = "lr", tg.role = #tg.role<hyper>}
 // ADAMW-SAME: %[[T:[a-z0-9]+]]: tensor<f32> {tg.name = "step", tg.role = #tg.role<state>}
 // ADAMW-SAME: tensor<2xf32> {tg.name = "w.exp_avg", tg.role = #tg.role<state>}
 // ADAMW-SAME: tensor<2xf32> {tg.name = "w.exp_avg_sq", tg.role = #tg.role<state>}
 // ADAMW-SAME: -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}, tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>}, tensor<f32> {tg.name = "step", tg.role = #tg.role<state>}, tensor<2xf32> {tg.name = "w.exp_avg", tg.role = #tg.role<state>}, tensor<2xf32> {tg.name = "w.exp_avg_sq", tg.role = #tg.role<state>})
 // ADAMW: %[[T1:.*]] = tg.add %[[T]], %{{.*}} {{.*}}: tensor<f32>, tensor<f32>
 // ADAMW: %[[T64:.*]] = tg.convert %[[T1]] {{.*}}: tensor<f32> to tensor<f64>
-// ADAMW: tg.full 9.999900e-01 {{.*}}: tensor<f32>
+// Decoupled weight decay, p (1 - lr wd): the factor in f64, rounded to the
+// parameter's type as PyTorch rounds its Python float.
+// ADAMW: %[[ONE:.*]] = tg.full 1.000000e+00 {{.*}}: tensor<f64>
+// ADAMW: %[[WD:.*]] = tg.full 1.000000e-02 {{.*}}: tensor<f64>
+// ADAMW: %[[LRWD:.*]] = tg.mul %[[LRARG]], %[[WD]] {{.*}}: tensor<f64>, tensor<f64>
+// ADAMW: %[[FACTOR64:.*]] = tg.sub %[[ONE]], %[[LRWD]]
+// ADAMW: %[[FACTOR:.*]] = tg.convert %[[FACTOR64]] {{.*}}: tensor<f64> to tensor<f32>
+// ADAMW: %[[DECAYED:.*]] = tg.mul %{{.*}}, %[[FACTOR]]
 // ADAMW: tg.full 9.000000e-01 {{.*}}: tensor<f32>
 // ADAMW: tg.full 0.099999999999999978 {{.*}}: tensor<f32>
 // ADAMW: tg.full 0.99899999999999999 {{.*}}: tensor<f32>
@@ -45,11 +57,22 @@
 // ADAMW: %[[B1:.*]] = tg.full 9.000000e-01 {{.*}}: tensor<f64>
 // ADAMW: tg.pow %[[B1]], %[[T64]] {{.*}}: tensor<f64>, tensor<f64>
 // ADAMW: %[[B2:.*]] = tg.full 0.99899999999999999 {{.*}}: tensor<f64>
-// ADAMW: tg.pow %[[B2]], %[[T64]] {{.*}}: tensor<f64>, tensor<f64>
-// ADAMW: tg.convert %{{.*}} {{.*}}: tensor<f64> to tensor<f32>
+// ADAMW: %[[BC2:.*]] = tg.pow %[[B2]], %[[T64]] {{.*}}: tensor<f64>, tensor<f64>
+// The step size lr / (1 - beta1^t), in f64.
+// ADAMW: %[[SIZE64:.*]] = tg.div %[[LRARG]], %{{.*}} {{.*}}: tensor<f64>, tensor<f64>
+// ADAMW: %[[SIZE:.*]] = tg.convert %[[SIZE64]] {{.*}}: tensor<f64> to tensor<f32>
 // ADAMW: tg.sqrt %{{.*}} {{.*}}: tensor<f64>
 // ADAMW: tg.full 1.000000e-08 {{.*}}: tensor<f32>
-// ADAMW: return
+// ADAMW: %[[DIR:.*]] = tg.mul %{{.*}}, %[[SIZE]]
+// ADAMW: %[[NEWW:.*]] = tg.sub %[[DECAYED]], %[[DIR]]
+// ADAMW: return %{{.*}}, %[[NEWW]],
+
+// AdamW without weight decay: no decay factor; the default lr is 1e-3.
+// NOWD-LABEL: func.func @main
+// NOWD-SAME: (%[[W:[a-z0-9]+]]: tensor<2xf32> {{.*}}, %{{[a-z0-9]+}}: tensor<f64> {tg.default = 1.000000e-03 : f64, tg.name = "lr", tg.role = #tg.role<hyper>}
+// NOWD-NOT: tg.mul %[[W]], %{{.*}} {tg.update}
+// NOWD: %[[NEWW:.*]] = tg.sub %[[W]], %{{.*}} {tg.update}
+// NOWD: return %{{.*}}, %[[NEWW]],
 
 // NOGRAD: error: --tg-optimizer needs the 'grad' results of --tg-autodiff
 // UNKNOWN: for the --optimizer option: Cannot find option named 'lion'!
@@ -91,6 +114,8 @@ func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>})
 // CLIP: tg.mul %[[CW]], %{{.*}} {tg.update}
 // CLIP: tg.mul %[[CB]], %{{.*}} {tg.update}
 // CLIP: return
+
+// HASLR: error: --tg-optimizer: @main already has a learning-rate argument 'lr'
 
 // CLIPBAD: error: --tg-optimizer's clip-grad-norm must be a positive finite number (0: off), got -1
 

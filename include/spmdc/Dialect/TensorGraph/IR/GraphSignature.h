@@ -44,6 +44,9 @@ struct GraphValueInfo {
   std::optional<InitialValueRef> initRef;
   /// For state: model state (`tg.buffer`) rather than optimizer state.
   bool buffer = false;
+  /// For a hyperparameter: the value fed when the runner is told no other
+  /// (`tg.default`).
+  std::optional<double> defaultValue;
   /// Other names of the same tensor (tied weights).
   std::vector<std::string> aliases;
 };
@@ -74,7 +77,8 @@ std::vector<GraphValueInfo> getResultInfos(mlir::func::FuncOp fn);
 
 /// Checks a graph's signature: an entry `@main`, ranked tensor arguments and
 /// results, each with a name and role, names unique per role, at most one
-/// loss, which is a float scalar. Errors are reported at the function.
+/// loss, which is a float scalar, hyperparameters float scalars. Errors are
+/// reported at the function.
 mlir::LogicalResult verifyGraphSignature(mlir::ModuleOp module);
 
 /// Sets `tg.index_bound` on integer data arguments from their uses: the rows

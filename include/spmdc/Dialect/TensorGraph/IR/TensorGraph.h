@@ -122,8 +122,10 @@ namespace spmdc::tg {
 
 /// Argument/result attribute: the user's name of the tensor.
 inline constexpr llvm::StringLiteral kNameAttr = "tg.name";
-/// Argument/result attribute, a #tg.role: param, data, state (args);
-/// loss, output, param, state, grad (results).
+/// Argument/result attribute, a #tg.role: param, data, state, hyper (args);
+/// loss, output, param, state, grad (results). A `hyper` argument is a
+/// scalar hyperparameter the runner feeds every step (the optimizer's
+/// `lr`), so that changing it needs no new compile.
 inline constexpr llvm::StringLiteral kRoleAttr = "tg.role";
 /// Argument attribute on integer data: values lie in [0, bound).
 inline constexpr llvm::StringLiteral kIndexBoundAttr = "tg.index_bound";
@@ -137,6 +139,9 @@ inline constexpr llvm::StringLiteral kInitAttr = "tg.init";
 /// storage_offset = elements, strides = array<i64: per dim, elements>}; the
 /// values have the argument's element type and logical shape.
 inline constexpr llvm::StringLiteral kInitRefAttr = "tg.init_ref";
+/// Argument attribute of a `hyper` argument: the value the runner feeds
+/// when told no other (a float; spmdc's --lr for `lr`).
+inline constexpr llvm::StringLiteral kDefaultAttr = "tg.default";
 /// Argument attribute of a `state`: the tensor is model state (a buffer the
 /// model updates, as BatchNorm's running statistics), saved with the
 /// parameters, rather than optimizer state.
@@ -168,7 +173,7 @@ inline constexpr llvm::StringLiteral kOriginAttr = "tg.origin";
 inline constexpr llvm::StringLiteral kEntryName = "main";
 
 /// True if `role` is a valid role of a function argument (param, data,
-/// state).
+/// state, hyper).
 bool isArgumentRole(Role role);
 /// True if `role` is a valid role of a function result (loss, output,
 /// param, state, grad).

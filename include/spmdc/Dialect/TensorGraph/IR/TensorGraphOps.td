@@ -71,7 +71,8 @@ def TG_ComparePredicateAttr
 def TG_Role : I32EnumAttr<"Role", "what a tensor of the step is", [
   I32EnumAttrCase<"param", 0>, I32EnumAttrCase<"data", 1>,
   I32EnumAttrCase<"state", 2>, I32EnumAttrCase<"loss", 3>,
-  I32EnumAttrCase<"output", 4>, I32EnumAttrCase<"grad", 5>]> {
+  I32EnumAttrCase<"output", 4>, I32EnumAttrCase<"grad", 5>,
+  I32EnumAttrCase<"hyper", 6>]> {
   let cppNamespace = "::spmdc::tg";
   let genSpecializedAttr = 0;
 }

@@ -83,6 +83,19 @@ def TgOptimizer : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     arguments of the same role and name, so the state can be sharded like
     any tensor. The formulas are PyTorch's torch.optim.SGD and AdamW.
 
+    The learning rate is an argument too, `lr` of role `hyper`: a
+    `tensor<f64>` (as PyTorch's Python float) whose `tg.default` is the
+    pass's `lr`, so that spmd-run's --lr-schedule changes it from step to
+    step without a new compile. SGD multiplies by it rounded to the
+    parameter's type; AdamW computes its step size `lr / (1 - beta1^t)`
+    and its decoupled weight decay factor `1 - lr wd` in f64 and rounds
+    them to the parameter's type, as PyTorch rounds its Python floats:
+    ```mlir
+    %lr32 = tg.convert %lr {tg.update} : tensor<f64> to tensor<f32>
+    %step = tg.mul %buf2, %lr32 {tg.update} : tensor<2xf32>, tensor<f32>
+    %w2 = tg.sub %w, %step {tg.update} : tensor<2xf32>, tensor<2xf32>
+    ```
+
     With `clip-grad-norm=X` (X > 0), the gradients are first clipped as
     `torch.nn.utils.clip_grad_norm_(params, X)` clips them: each is
     multiplied by `min(X / (total + 1e-6), 1)`, where `total` is the L2
@@ -106,6 +119,7 @@ def TgOptimizer : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
     Before: `@main(w) -> (loss, grad w)`. After, for SGD with momentum:
     ```mlir
     func.func @main(%w: tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>},
+                    %lr: tensor<f64> {tg.default = 1.000000e-02 : f64, tg.name = "lr", tg.role = #tg.role<hyper>},
                     %buf: tensor<2xf32> {tg.name = "w.momentum_buffer", tg.role = #tg.role<state>})
         -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>},
             tensor<2xf32> {tg.name = "w", tg.role = #tg.role<param>},
@@ -121,7 +135,8 @@ def TgOptimizer : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
              clEnumValN(::spmdc::tg::OptimizerKind::AdamW, "adamw",
                         "torch.optim.AdamW"))}]>,
     Option<"lr", "lr", "double", "-1.0",
-           "learning rate (default: 0.01 for sgd, 1e-3 for adamw)">,
+           "the default of the `lr` argument (default: 0.01 for sgd, 1e-3 "
+           "for adamw)">,
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
     Option<"weightDecay", "weight-decay", "double", "-1.0",
            "weight decay, added to the gradient by sgd, decoupled by adamw "
