@@ -187,3 +187,29 @@ TEST(Init, ZeroAndUnknownKinds) {
   int64_t shape[] = {2};
   EXPECT_TRUE(std::isnan(spmd_init_element(9, "m", shape, 1, 17, 0, 0)));
 }
+
+TEST(Init, F32BlocksAreTheF64BlocksRounded) {
+  // The runner builds f32 inputs straight into the step's buffers with
+  // spmd_init_block_f32: each value must be the f64 one cast to float, for
+  // every kind, in a block that starts inside the tensor.
+  int64_t shape[] = {6, 10}, offsets[] = {2, 3}, sizes[] = {3, 5};
+  struct {
+    const char *name;
+    int32_t kind;
+    int64_t bound;
+  } cases[] = {{"w", SPMD_INIT_PARAM, 0},
+               {"ln.weight", SPMD_INIT_PARAM, 0},
+               {"x", SPMD_INIT_DATA, 0},
+               {"tokens", SPMD_INIT_INDEX, 7},
+               {"exp_avg", SPMD_INIT_ZERO, 0}};
+  for (const auto &c : cases) {
+    std::vector<double> wide(15);
+    std::vector<float> narrow(15, -1.0f);
+    spmd_init_block(5, c.name, shape, 2, c.kind, c.bound, offsets, sizes,
+                    wide.data());
+    spmd_init_block_f32(5, c.name, shape, 2, c.kind, c.bound, offsets, sizes,
+                        narrow.data());
+    for (size_t i = 0; i < wide.size(); ++i)
+      EXPECT_EQ(narrow[i], static_cast<float>(wide[i])) << c.name << " " << i;
+  }
+}

@@ -483,14 +483,26 @@ interp::Tensor CompiledStep::argument(size_t index) const {
   return t;
 }
 
-void CompiledStep::stage(size_t index, const interp::Tensor &value) {
+char *CompiledStep::argumentBuffer(size_t index, size_t bytes) {
   Buffer &buffer = arguments[index];
   if (!buffer.allocated) {
-    auto *block = static_cast<char *>(
-        allocate(value.data.size() * rt::dtypeSize(argumentTypes[index])));
+    auto *block = static_cast<char *>(allocate(bytes));
     buffer = {block, block};
   }
-  storeElements(argumentTypes[index], value.data, buffer.aligned);
+  return buffer.aligned;
+}
+
+void CompiledStep::stage(size_t index, const interp::Tensor &value) {
+  storeElements(argumentTypes[index], value.data,
+                argumentBuffer(index, value.data.size() *
+                                          rt::dtypeSize(argumentTypes[index])));
+}
+
+float *CompiledStep::f32Buffer(size_t index, size_t elements) {
+  if (argumentTypes[index] != DType::F32)
+    return nullptr;
+  return reinterpret_cast<float *>(
+      argumentBuffer(index, elements * sizeof(float)));
 }
 
 bool CompiledStep::run(std::vector<interp::Tensor> &results,

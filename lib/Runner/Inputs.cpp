@@ -136,8 +136,20 @@ bool InputBuilder::build(const tg::GraphValueInfo &info,
     error = file->path() + ": has no tensor '" + info.name + "'";
     return false;
   }
-  int kind = SPMD_INIT_ZERO;
-  int64_t bound = 0;
+  int kind;
+  int64_t bound;
+  if (!initKindOf(info, kind, bound, error))
+    return false;
+  spmd_init_block(seed, info.name.c_str(), shape.data(),
+                  static_cast<int32_t>(shape.size()), kind, bound,
+                  offsets.data(), sizes.data(), block.data.data());
+  return true;
+}
+
+bool InputBuilder::initKindOf(const tg::GraphValueInfo &info, int &kind,
+                              int64_t &bound, std::string &error) const {
+  kind = SPMD_INIT_ZERO;
+  bound = 0;
   if (info.role == tg::Role::param) {
     kind = SPMD_INIT_PARAM;
   } else if (info.role == tg::Role::data) {
@@ -156,9 +168,41 @@ bool InputBuilder::build(const tg::GraphValueInfo &info,
       return false;
     }
   }
-  spmd_init_block(seed, info.name.c_str(), shape.data(),
-                  static_cast<int32_t>(shape.size()), kind, bound,
-                  offsets.data(), sizes.data(), block.data.data());
+  return true;
+}
+
+bool InputBuilder::givenElsewhere(const tg::GraphValueInfo &info) const {
+  if (info.role == tg::Role::data && dataset && dataset->feeds(info.name))
+    return true;
+  if (checkpoint && checkpoint->holds(info))
+    return true;
+  rt::SafeTensorsReader *file =
+      info.role == tg::Role::data ? data.get() : params.get();
+  // A --params file without the parameter is refused by build().
+  if (file && (file->find(info.name) || info.role == tg::Role::param))
+    return true;
+  bool initialized =
+      info.role == tg::Role::param || info.role == tg::Role::state;
+  if (initialized && moduleWeights && moduleWeights->find(info.name))
+    return true;
+  return info.initRef || info.initialValue;
+}
+
+bool InputBuilder::buildF32InPlace(const tg::GraphValueInfo &info,
+                                   const std::vector<int64_t> &offsets,
+                                   const std::vector<int64_t> &sizes,
+                                   float *out) const {
+  int kind;
+  int64_t bound;
+  std::string unused;
+  if (info.type.getNumElements() > (int64_t(1) << 30) ||
+      givenElsewhere(info) || !initKindOf(info, kind, bound, unused))
+    return false;
+  std::vector<int64_t> shape(info.type.getShape().begin(),
+                             info.type.getShape().end());
+  spmd_init_block_f32(seed, info.name.c_str(), shape.data(),
+                      static_cast<int32_t>(shape.size()), kind, bound,
+                      offsets.data(), sizes.data(), out);
   return true;
 }
 

@@ -8,6 +8,7 @@
 
 #include "spmdc/Runtime/Init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -117,19 +118,30 @@ extern "C" double spmd_init_element(uint64_t seed, const char *name,
   return Generator(seed, name, shape, rank, kind, index_bound)(index);
 }
 
-extern "C" void spmd_init_block(uint64_t seed, const char *name,
-                                const int64_t *shape, int32_t rank,
-                                int32_t kind, int64_t index_bound,
-                                const int64_t *offsets, const int64_t *sizes,
-                                double *out) {
+namespace {
+
+/// spmd_init_block into elements of type T (each value converted as a
+/// static_cast of the double would be).
+template <typename T>
+void initBlock(uint64_t seed, const char *name, const int64_t *shape,
+               int32_t rank, int32_t kind, int64_t index_bound,
+               const int64_t *offsets, const int64_t *sizes, T *out) {
   Generator gen(seed, name, shape, rank, kind, index_bound);
   if (rank <= 0) {
-    out[0] = gen(0);
+    out[0] = static_cast<T>(gen(0));
     return;
   }
-  for (int32_t d = 0; d < rank; ++d)
+  int64_t count = 1;
+  for (int32_t d = 0; d < rank; ++d) {
     if (sizes[d] <= 0)
       return;
+    count *= sizes[d];
+  }
+  // Zeros and norm scales: one value, no hashing.
+  if (gen.isConstant) {
+    std::fill(out, out + count, static_cast<T>(gen.constant));
+    return;
+  }
   std::vector<int64_t> strides(rank, 1);
   for (int32_t d = rank - 1; d > 0; --d)
     strides[d - 1] = strides[d] * shape[d];
@@ -138,13 +150,13 @@ extern "C" void spmd_init_block(uint64_t seed, const char *name,
   // logical indices.
   std::vector<int64_t> idx(rank, 0);
   int64_t inner = sizes[rank - 1];
-  double *o = out;
+  T *o = out;
   while (true) {
     int64_t base = 0;
     for (int32_t d = 0; d < rank; ++d)
       base += (offsets[d] + idx[d]) * strides[d];
     for (int64_t j = 0; j < inner; ++j)
-      *o++ = gen(static_cast<uint64_t>(base + j));
+      *o++ = static_cast<T>(gen(static_cast<uint64_t>(base + j)));
     int32_t d = rank - 2;
     for (; d >= 0; --d) {
       if (++idx[d] < sizes[d])
@@ -154,4 +166,22 @@ extern "C" void spmd_init_block(uint64_t seed, const char *name,
     if (d < 0)
       break;
   }
+}
+
+} // namespace
+
+extern "C" void spmd_init_block(uint64_t seed, const char *name,
+                                const int64_t *shape, int32_t rank,
+                                int32_t kind, int64_t index_bound,
+                                const int64_t *offsets, const int64_t *sizes,
+                                double *out) {
+  initBlock(seed, name, shape, rank, kind, index_bound, offsets, sizes, out);
+}
+
+extern "C" void spmd_init_block_f32(uint64_t seed, const char *name,
+                                    const int64_t *shape, int32_t rank,
+                                    int32_t kind, int64_t index_bound,
+                                    const int64_t *offsets,
+                                    const int64_t *sizes, float *out) {
+  initBlock(seed, name, shape, rank, kind, index_bound, offsets, sizes, out);
 }

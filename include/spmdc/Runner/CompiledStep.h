@@ -55,6 +55,10 @@ public:
   /// call allocates it), so no copy of the input is kept beside it. An
   /// argument keeps its value from step to step until staged again.
   void stage(size_t index, const interp::Tensor &value);
+  /// Argument `index`'s buffer of `elements` values, allocated on first
+  /// use, where its dtype is f32 (null otherwise): an input built straight
+  /// into it needs no stage().
+  float *f32Buffer(size_t index, size_t elements);
 
   /// Links the module's native code (spmdc --aot, or an earlier run's from
   /// the cache) or JIT-compiles its program; false with `error` set.
@@ -80,6 +84,8 @@ public:
 private:
   CompiledStep() = default;
   void *allocate(size_t bytes) const;
+  /// Argument `index`'s buffer, allocated with `bytes` on first use.
+  char *argumentBuffer(size_t index, size_t bytes);
   void release(void *buffer) const;
 
   ModuleFile file;

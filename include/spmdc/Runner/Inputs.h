@@ -64,7 +64,25 @@ public:
              const std::vector<int64_t> &sizes, interp::Tensor &block,
              std::string &error);
 
+  /// Where no file, dataset, checkpoint or carried value gives `info`'s
+  /// values and the deterministic initialisation does (build() would call
+  /// spmd_init_block): fills `out`, the f32 block at `offsets` of `sizes`,
+  /// with exactly the values build() would give rounded to f32, and returns
+  /// true. Otherwise false, and build() is the way.
+  bool buildF32InPlace(const tg::GraphValueInfo &info,
+                       const std::vector<int64_t> &offsets,
+                       const std::vector<int64_t> &sizes, float *out) const;
+
 private:
+  /// The deterministic initialisation's kind and bound for `info` (the
+  /// Init.h kinds); false with `error` set for an integer input of no
+  /// known range.
+  bool initKindOf(const tg::GraphValueInfo &info, int &kind, int64_t &bound,
+                  std::string &error) const;
+  /// Whether a file, the dataset, the checkpoint or a carried value gives
+  /// `info`'s values (or build() refuses it for lack of one).
+  bool givenElsewhere(const tg::GraphValueInfo &info) const;
+
   uint64_t seed;
   std::unique_ptr<rt::SafeTensorsReader> params, data;
 };

@@ -63,6 +63,13 @@ void spmd_init_block(uint64_t seed, const char *name, const int64_t *shape,
                      int32_t rank, int32_t kind, int64_t index_bound,
                      const int64_t *offsets, const int64_t *sizes, double *out);
 
+/// spmd_init_block into f32: each value the f64 one rounded to f32. Builds
+/// an f32 input straight in the buffer the step reads.
+void spmd_init_block_f32(uint64_t seed, const char *name, const int64_t *shape,
+                         int32_t rank, int32_t kind, int64_t index_bound,
+                         const int64_t *offsets, const int64_t *sizes,
+                         float *out);
+
 #ifdef __cplusplus
 } // extern "C"
 #endif
