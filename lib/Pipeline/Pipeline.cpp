@@ -266,7 +266,7 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   if (options.emit >= Stage::Propagate && options.spec)
     dist::addShardPasses(pm, *options.spec,
                          /*partition=*/options.emit >= Stage::Shard,
-                         options.fsdpGroup);
+                         options.fsdpGroup, options.bucketMiB);
   if (options.emit >= Stage::Lower)
     buildLoweringPipeline(pm, options.lowering);
   return success();

@@ -14,6 +14,10 @@ Each EXPR is a Python expression that must hold, over these names:
                       how many collectives match
   payloads(kind, phase=None, origin=None)
                       the set of payload sizes of matching collectives
+  tensors(kind, phase=None, origin=None)
+                      per matching collective, in order, the tensors it
+                      carries: its "tensors" (a bucket's or a group's), or
+                      [origin]
   rank(field)         the field of per_rank[0]; every rank must agree
   partition(field)    a field of the "partition" object
 Exits 1 and prints every failing expression with the values it saw.
@@ -56,6 +60,8 @@ names = {
     "total": lambda *a, **k: sum(c["payload_bytes"] for c in select(*a, **k)),
     "number": lambda *a, **k: len(select(*a, **k)),
     "payloads": lambda *a, **k: {c["payload_bytes"] for c in select(*a, **k)},
+    "tensors": lambda *a, **k: [c.get("tensors", [c["origin"]])
+                                for c in select(*a, **k)],
     "rank": rank,
     "partition": lambda field: report["partition"][field],
 }

@@ -67,6 +67,18 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
                    : std::string("takes ") + dist::kFsdpGroupExpected +
                          ", got '" + v + "'";
       });
+  std::string bucketMiB;
+  app.add_option("--bucket-mb", bucketMiB,
+                 "gradient collectives (DDP's all-reduces, ZeRO-1/2's "
+                 "reduce-scatters and all-gathers) in buckets of N MiB, the "
+                 "first of 1 MiB, as DDP; 0: one per tensor (default 25)")
+      ->check([](const std::string &v) -> std::string {
+        return dist::parseBucketMiB(v)
+                   ? ""
+                   : "takes a bucket size in MiB (a number, 0 for no "
+                     "buckets), got '" +
+                         v + "'";
+      });
   app.add_option("--partition", partition,
                  "forward/backward partitioning policy")
       ->check(CLI::IsMember({"save-all", "min-cut"}));
@@ -133,6 +145,8 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
     options.optimizer = optimizer == "sgd" ? tg::OptimizerKind::SGD
                                            : tg::OptimizerKind::AdamW;
   options.fsdpGroup = *dist::FsdpGroup::parse(fsdpGroup);
+  if (!bucketMiB.empty())
+    options.bucketMiB = *dist::parseBucketMiB(bucketMiB);
   options.partition = partition == "save-all" ? tg::PartitionPolicy::SaveAll
                                               : tg::PartitionPolicy::MinCut;
   options.mlirArgs.push_back(argv[0]);

@@ -35,6 +35,7 @@ struct DriverOptions {
   std::string emit = "module";
   tg::PartitionPolicy partition = tg::PartitionPolicy::MinCut;
   dist::FsdpGroup fsdpGroup = dist::FsdpGroup::layer();
+  double bucketMiB = dist::kDefaultBucketMiB;
   std::optional<tg::OptimizerKind> optimizer;
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
   std::optional<double> clipGradNorm;

@@ -215,6 +215,7 @@ int main(int argc, char **argv) {
   pipeline.emit = *spmdc::parseStage(options.emit);
   pipeline.partition = options.partition;
   pipeline.fsdpGroup = options.fsdpGroup;
+  pipeline.bucketMiB = options.bucketMiB;
   pipeline.lowering = options.lowering;
   bool cuda = options.lowering.target == spmdc::Target::Cuda;
   if (cuda && pipeline.emit >= spmdc::Stage::Lower && failed(findLibdevice()))

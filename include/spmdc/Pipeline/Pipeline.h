@@ -47,6 +47,9 @@ struct PipelineOptions {
   OptimizerOptions optimizer;
   tg::PartitionPolicy partition = tg::PartitionPolicy::MinCut;
   dist::FsdpGroup fsdpGroup = dist::FsdpGroup::layer();
+  /// The gradient collectives' bucket size in MiB (DDP's, ZeRO-1/2's); 0:
+  /// one collective per tensor.
+  double bucketMiB = dist::kDefaultBucketMiB;
   /// The shard spec; absent: one rank, no sharding.
   std::optional<ShardSpec> spec;
   LoweringOptions lowering;

@@ -470,7 +470,8 @@ std::unique_ptr<Pass> spmdc::dist::createDistApplySpec(ShardSpec spec) {
 }
 
 void spmdc::dist::addShardPasses(OpPassManager &pm, ShardSpec spec,
-                                 bool partition, FsdpGroup fsdpGroup) {
+                                 bool partition, FsdpGroup fsdpGroup,
+                                 double bucketMiB) {
   pm.addPass(createDistApplySpec(std::move(spec)));
   pm.addPass(createDistPropagate());
   if (!partition)
@@ -479,4 +480,9 @@ void spmdc::dist::addShardPasses(OpPassManager &pm, ShardSpec spec,
   DistFsdpGroupOptions group;
   group.by = fsdpGroup;
   pm.addPass(createDistFsdpGroup(group));
+  if (bucketMiB > 0) {
+    DistBucketCollectivesOptions buckets;
+    buckets.bucketMiB = bucketMiB;
+    pm.addPass(createDistBucketCollectives(buckets));
+  }
 }

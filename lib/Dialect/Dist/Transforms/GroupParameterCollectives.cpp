@@ -18,6 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FlatBuffers.h"
+
 #include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 
@@ -97,12 +99,18 @@ bool isForwardGather(Operation *op) {
 /// reduce-scatter have the same members. Tensor: none (each stays alone).
 llvm::StringMap<std::string> assignGroups(ModuleOp module,
                                           const FsdpGroup &by) {
+  // Parameters @main takes whole (DDP's, ZeRO-1's and ZeRO-2's) are
+  // --dist-bucket-collectives' to bucket, not FSDP's to group.
+  llvm::StringMap<bool> split = mainParameters(module);
   SmallVector<Operation *> collectives;
   for (auto fn : module.getOps<func::FuncOp>())
     if (!fn.isExternal())
       for (Operation &op : fn.getBody().front())
-        if (groupedTensor(&op))
-          collectives.push_back(&op);
+        if (StringAttr tensor = groupedTensor(&op)) {
+          auto it = split.find(tensor.getValue());
+          if (it == split.end() || it->second)
+            collectives.push_back(&op);
+        }
   llvm::StringMap<std::string> groups;
   switch (by.policy) {
   case FsdpGroup::Policy::Tensor:
@@ -151,51 +159,6 @@ std::string groupKey(Operation *op, StringRef group) {
   return key;
 }
 
-Value flatten(OpBuilder &b, Location loc, Value v) {
-  RankedTensorType type = typeOf(v);
-  return tg::ReshapeOp::create(
-      b, loc, RankedTensorType::get({type.getNumElements()}, type.getElementType()),
-      v);
-}
-
-Value slice(OpBuilder &b, Location loc, Value v, int64_t start, int64_t end) {
-  return tg::SliceOp::create(b, loc, v, 0, start, end, 1);
-}
-
-Value concat(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
-  if (parts.size() == 1)
-    return parts.front();
-  return tg::ConcatOp::create(b, loc, parts, 0);
-}
-
-ArrayAttr memberNames(OpBuilder &b, ArrayRef<Operation *> members) {
-  SmallVector<Attribute> names;
-  for (Operation *m : members)
-    names.push_back(m->getAttr("origin"));
-  return b.getArrayAttr(names);
-}
-
-/// Where the fused reduce-scatter of `members` goes: after the last of
-/// their inputs. Members with a use before that point stay alone (removed from
-/// `members`). Null: at the start of the block.
-Operation *placeFused(SmallVector<Operation *> &members) {
-  while (true) {
-    Operation *after = nullptr;
-    for (Operation *m : members)
-      if (Operation *def = m->getOperand(0).getDefiningOp())
-        if (!after || after->isBeforeInBlock(def))
-          after = def;
-    size_t before = members.size();
-    llvm::erase_if(members, [&](Operation *m) {
-      return after && llvm::any_of(m->getUsers(), [&](Operation *user) {
-               return !after->isBeforeInBlock(user);
-             });
-    });
-    if (members.size() == before)
-      return after;
-  }
-}
-
 /// Moves the pure ops that compute `v` from values defined before `point`
 /// up to just before it; false (nothing moved) if they do not lead back to
 /// such values within a few ops.
@@ -241,16 +204,6 @@ Operation *placeGather(SmallVector<Operation *> &members) {
   return first;
 }
 
-/// A builder at the fused collective's place.
-OpBuilder builderAt(Operation *after, Block &block) {
-  OpBuilder b(block.getParentOp()->getContext());
-  if (after)
-    b.setInsertionPointAfter(after);
-  else
-    b.setInsertionPointToStart(&block);
-  return b;
-}
-
 /// Where each member's shard (`shardOf`) starts in one rank's block of the
 /// flat buffer; returns the block's size.
 int64_t layOutShards(ArrayRef<Operation *> members,
@@ -279,7 +232,7 @@ void fuseGathers(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
   Type element = typeOf(first.getInput()).getElementType();
   auto gathered = AllGatherOp::create(
       b, loc, RankedTensorType::get({parts * total}, element),
-      concat(b, loc, flat), first.getAxes(), 0, first.getPhaseAttr(),
+      concatAlong(b, loc, flat), first.getAxes(), 0, first.getPhaseAttr(),
       b.getStringAttr(group.empty() ? "the model's own tensors" : group));
   gathered->setAttr("tensors", memberNames(b, members));
   for (auto [m, offset] : llvm::zip(members, offsets)) {
@@ -287,11 +240,12 @@ void fuseGathers(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
     SmallVector<Value> chunks;
     for (int64_t r = 0; r < parts; ++r) {
       int64_t start = r * total + offset;
-      chunks.push_back(tg::ReshapeOp::create(
-          b, loc, shard,
-          slice(b, loc, gathered, start, start + shard.getNumElements())));
+      chunks.push_back(
+          tg::ReshapeOp::create(b, loc, shard,
+                                sliceAlong(b, loc, gathered, 0, start,
+                                           start + shard.getNumElements())));
     }
-    m->getResult(0).replaceAllUsesWith(concat(b, loc, chunks));
+    m->getResult(0).replaceAllUsesWith(concatAlong(b, loc, chunks));
   }
   // Erased once nothing more is built before them.
   for (Operation *m : members)
@@ -312,19 +266,21 @@ void fuseScatters(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
     for (Operation *m : members) {
       int64_t chunk = typeOf(m->getResult(0)).getDimSize(0);
       pieces.push_back(flatten(
-          b, loc, slice(b, loc, m->getOperand(0), r * chunk, (r + 1) * chunk)));
+          b, loc,
+          sliceAlong(b, loc, m->getOperand(0), 0, r * chunk, (r + 1) * chunk)));
     }
   Type element = typeOf(last.getInput()).getElementType();
   auto scattered = ReduceScatterOp::create(
-      b, loc, RankedTensorType::get({total}, element), concat(b, loc, pieces),
-      last.getAxes(), 0, last.getPhaseAttr(),
+      b, loc, RankedTensorType::get({total}, element),
+      concatAlong(b, loc, pieces), last.getAxes(), 0, last.getPhaseAttr(),
       b.getStringAttr(group.empty() ? "the model's own tensors" : group));
   scattered->setAttr("tensors", memberNames(b, members));
   for (auto [m, offset] : llvm::zip(members, offsets)) {
     RankedTensorType local = typeOf(m->getResult(0));
-    m->getResult(0).replaceAllUsesWith(tg::ReshapeOp::create(
-        b, loc, local,
-        slice(b, loc, scattered, offset, offset + local.getNumElements())));
+    m->getResult(0).replaceAllUsesWith(
+        tg::ReshapeOp::create(b, loc, local,
+                              sliceAlong(b, loc, scattered, 0, offset,
+                                         offset + local.getNumElements())));
   }
   for (Operation *m : members)
     m->erase();
@@ -360,9 +316,9 @@ struct DistFsdpGroupPass : dist::impl::DistFsdpGroupBase<DistFsdpGroupPass> {
               fuseGathers(members, groups[key], OpBuilder(first));
             continue;
           }
-          Operation *after = placeFused(members);
+          Operation *after = placeAfterInputs(members);
           if (members.size() > 1)
-            fuseScatters(members, groups[key], builderAt(after, body));
+            fuseScatters(members, groups[key], builderAfter(after, body));
         }
     }
   }

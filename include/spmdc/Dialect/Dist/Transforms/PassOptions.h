@@ -76,6 +76,22 @@ inline constexpr const char *kFsdpGroupExpected =
     "layer, tensor or a bucket size in MiB (a positive number such as 25 "
     "or 0.5)";
 
+/// --bucket-mb's default: DDP's bucket_cap_mb.
+inline constexpr double kDefaultBucketMiB = 25;
+
+/// --bucket-mb's value: a non-negative finite number of MiB, all of
+/// `text` (0 turns bucketing off); nullopt for anything else (`-1`, `12x`,
+/// `inf`).
+inline std::optional<double> parseBucketMiB(std::string_view text) {
+  double mib = 0;
+  const char *end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, mib);
+  if (text.empty() || ec != std::errc() || ptr != end ||
+      !std::isfinite(mib) || mib < 0)
+    return std::nullopt;
+  return mib;
+}
+
 } // namespace spmdc::dist
 
 #endif // SPMDC_DIALECT_DIST_TRANSFORMS_PASSOPTIONS_H

@@ -50,11 +50,13 @@ namespace spmdc::dist {
 std::unique_ptr<mlir::Pass> createDistApplySpec(ShardSpec spec);
 
 /// The shard stage: apply the spec, propagate, and (unless `partition` is
-/// false: --emit=propagate) partition and group the parameters'
-/// collectives.
+/// false: --emit=propagate) partition, group ZeRO-3's parameter
+/// collectives and put the others' gradient collectives in buckets of
+/// `bucketMiB` (0: none).
 void addShardPasses(mlir::OpPassManager &pm, ShardSpec spec,
                     bool partition = true,
-                    FsdpGroup fsdpGroup = FsdpGroup::layer());
+                    FsdpGroup fsdpGroup = FsdpGroup::layer(),
+                    double bucketMiB = kDefaultBucketMiB);
 
 #define GEN_PASS_REGISTRATION
 #include "spmdc/Dialect/Dist/Transforms/Passes.h.inc"

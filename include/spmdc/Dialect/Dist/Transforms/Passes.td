@@ -1,7 +1,9 @@
 //===- Passes.td - sharding passes -------------------------*- tablegen -*-===//
 //
 // The shard stage as three passes: the spec's placements as attributes,
-// propagation to every value, and partitioning into the per-rank program.
+// propagation to every value, and partitioning into the per-rank program;
+// then two that fuse the parameters' collectives (FSDP's groups, DDP's
+// buckets).
 // Propagation only writes #dist.sharding attributes, so another one (an
 // automatic search) can replace it without touching the partitioner.
 //
@@ -126,6 +128,57 @@ def DistFsdpGroup : Pass<"dist-fsdp-group", "::mlir::ModuleOp"> {
            "layer (one collective per transformer block), tensor (one per "
            "tensor), or a bucket size in MiB (one per bucket of consecutive "
            "tensors of that many bytes)">,
+  ];
+  let dependentDialects = ["::spmdc::dist::DistDialect",
+                           "::spmdc::tg::TensorGraphDialect"];
+}
+
+def DistBucketCollectives : Pass<"dist-bucket-collectives", "::mlir::ModuleOp"> {
+  let summary = "Gradient collectives in buckets: flatten, concat, one collective, split";
+  let description = [{
+    Fuses a partitioned program's data-parallel gradient collectives into
+    buckets, as DDP's buckets and PyTorch _spmd's comm_fusion_with_concat
+    do: the gradient all-reduces (backward), the gradient reduce-scatters
+    of the parameters @main takes whole (ZeRO-1, ZeRO-2) and those
+    parameters' all-gathers after the update (optimizer). ZeRO-3's
+    parameters (those @main takes split) are --dist-fsdp-group's.
+
+    Per function, the collectives of one kind, mesh axes, phase, element
+    type and reduction are taken in program order (the backward's order of
+    the gradients, the reverse of their use) and cut into buckets: the
+    first closed once its full bytes (the report's payload_bytes) reach
+    `first-mb` MiB (1, at most `mb`), each later one once they reach `mb`
+    MiB (25, DDP's default; 0 turns the pass off). A bucket flattens its
+    tensors, concatenates them, runs one collective over the same axes and
+    reduction, and slices and reshapes each tensor back out; a
+    reduce-scatter's or all-gather's buffer holds rank 0's chunk of every
+    member, then rank 1's. The fused collective goes after the last
+    member's input (and not before the first member); a member used
+    before that point stays alone. Its
+    `origin` is `gradient bucket N` (backward) or `parameter bucket N`
+    (optimizer), numbered in program order, and `tensors` names its
+    members. A bucket of one tensor is that tensor's own collective.
+
+    Before, per rank (DDP, the backward produces fc2's gradients first):
+    ```mlir
+    %a = dist.all_reduce %gw2 axes ["dp"] {origin = "fc2.weight", phase = #dist.phase<backward>} : tensor<8x32xf32>
+    %b = dist.all_reduce %gb2 axes ["dp"] {origin = "fc2.bias", phase = #dist.phase<backward>} : tensor<8xf32>
+    ```
+    After:
+    ```mlir
+    %f1 = tg.reshape %gw2 : tensor<8x32xf32> to tensor<256xf32>
+    %buf = tg.concat %f1, %gb2 dim 0 : tensor<256xf32>, tensor<8xf32>
+    %r = dist.all_reduce %buf axes ["dp"] {origin = "gradient bucket 0", phase = #dist.phase<backward>, tensors = ["fc2.weight", "fc2.bias"]} : tensor<264xf32>
+    %s = tg.slice %r dim 0 start 0 end 256 step 1 : tensor<264xf32>
+    %a = tg.reshape %s : tensor<256xf32> to tensor<8x32xf32>
+    %b = tg.slice %r dim 0 start 256 end 264 step 1 : tensor<264xf32>
+    ```
+  }];
+  let options = [
+    Option<"bucketMiB", "mb", "double", "25",
+           "the bucket size in MiB of full (unsharded) bytes; 0: no buckets">,
+    Option<"firstBucketMiB", "first-mb", "double", "1",
+           "the first bucket's size in MiB (at most mb)">,
   ];
   let dependentDialects = ["::spmdc::dist::DistDialect",
                            "::spmdc::tg::TensorGraphDialect"];
