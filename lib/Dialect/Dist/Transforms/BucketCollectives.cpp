@@ -136,6 +136,21 @@ Operation *finish(Operation *fused, ArrayRef<Operation *> members,
   return fused;
 }
 
+/// Gives each member's result its run of `fused`, a flat buffer of the
+/// members' results in order, reshaped back.
+void splitBack(Value fused, ArrayRef<Operation *> members, OpBuilder &b,
+               Location loc) {
+  int64_t offset = 0;
+  for (Operation *m : members) {
+    RankedTensorType type = typeOf(m->getResult(0));
+    m->getResult(0).replaceAllUsesWith(tg::reshapeTo(
+        b, loc,
+        sliceAlong(b, loc, fused, 0, offset, offset + type.getNumElements()),
+        type));
+    offset += type.getNumElements();
+  }
+}
+
 /// One all-reduce of the members' flattened inputs.
 Operation *fuseAllReduces(ArrayRef<Operation *> members, OpBuilder b) {
   auto first = cast<AllReduceOp>(members.front());
@@ -147,15 +162,7 @@ Operation *fuseAllReduces(ArrayRef<Operation *> members, OpBuilder b) {
   auto reduced = AllReduceOp::create(
       b, loc, buffer.getType(), buffer, first.getAxes(), first.getPhaseAttr(),
       first.getOriginAttr(), first.getReductionAttr());
-  int64_t offset = 0;
-  for (Operation *m : members) {
-    RankedTensorType type = typeOf(m->getResult(0));
-    m->getResult(0).replaceAllUsesWith(tg::reshapeTo(
-        b, loc,
-        sliceAlong(b, loc, reduced, 0, offset, offset + type.getNumElements()),
-        type));
-    offset += type.getNumElements();
-  }
+  splitBack(reduced, members, b, loc);
   return finish(reduced, members, b);
 }
 
@@ -181,16 +188,7 @@ Operation *fuseReduceScatters(ArrayRef<Operation *> members, OpBuilder b) {
       ReduceScatterOp::create(b, loc, RankedTensorType::get({total}, element),
                               concatAlong(b, loc, pieces), first.getAxes(), 0,
                               first.getPhaseAttr(), first.getOriginAttr());
-  int64_t offset = 0;
-  for (Operation *m : members) {
-    RankedTensorType local = typeOf(m->getResult(0));
-    m->getResult(0).replaceAllUsesWith(
-        tg::reshapeTo(b, loc,
-                      sliceAlong(b, loc, scattered, 0, offset,
-                                 offset + local.getNumElements()),
-                      local));
-    offset += local.getNumElements();
-  }
+  splitBack(scattered, members, b, loc);
   return finish(scattered, members, b);
 }
 
