@@ -66,10 +66,8 @@ bool useOneDnn() {
 void oneDnnSgemm(int order, int transA, int transB, int m, int n, int k,
                  float alpha, const float *a, int lda, const float *b, int ldb,
                  float beta, float *c, int ldc) {
-  // The GEMMs here all have alpha 1 and beta 0.
-  if (alpha == 1.0f && beta == 0.0f &&
-      spmdc::rt::oneDnnSgemm(transA == kTrans, transB == kTrans, m, n, k, a,
-                             lda, b, ldb, c, ldc))
+  if (spmdc::rt::oneDnnSgemm(transA == kTrans, transB == kTrans, m, n, k,
+                             alpha, a, lda, b, ldb, beta, c, ldc))
     return;
   cblas_sgemm(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);

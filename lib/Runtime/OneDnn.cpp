@@ -28,10 +28,10 @@ namespace spmdc::rt {
 bool oneDnnSgemmAvailable() { return dnnl_sgemm != nullptr; }
 
 bool oneDnnSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                 const float *a, int64_t lda, const float *b, int64_t ldb,
-                 float *c, int64_t ldc) {
+                 float alpha, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float beta, float *c, int64_t ldc) {
   return dnnl_sgemm && dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m,
-                                  n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
+                                  n, k, alpha, a, lda, b, ldb, beta, c,
                                   ldc) == dnnl_success;
 }
 
@@ -147,8 +147,8 @@ bool oneDnnMatmulBf16(const MatmulBatches &batches, const uint16_t *a,
 #else // !SPMDC_HAVE_ONEDNN
 
 bool oneDnnSgemmAvailable() { return false; }
-bool oneDnnSgemm(bool, bool, int64_t, int64_t, int64_t, const float *,
-                 int64_t, const float *, int64_t, float *, int64_t) {
+bool oneDnnSgemm(bool, bool, int64_t, int64_t, int64_t, float, const float *,
+                 int64_t, const float *, int64_t, float, float *, int64_t) {
   return false;
 }
 bool oneDnnMatmulBf16(const MatmulBatches &, const uint16_t *,

@@ -20,11 +20,11 @@ namespace spmdc::rt {
 /// Whether oneDNN's f32 GEMM is linked in.
 bool oneDnnSgemmAvailable();
 
-/// Row-major C = op(A) @ op(B) (dnnl_sgemm); false where it failed or is not
-/// linked in.
+/// Row-major C = alpha op(A) @ op(B) + beta C (dnnl_sgemm); false where it
+/// failed or is not linked in.
 bool oneDnnSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                 const float *a, int64_t lda, const float *b, int64_t ldb,
-                 float *c, int64_t ldc);
+                 float alpha, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float beta, float *c, int64_t ldc);
 
 /// C = op(A) @ op(B) over `batches` on bf16 bit patterns, accumulated in f32
 /// and rounded to bf16 (oneDNN's matmul primitive: AVX512_BF16 where the

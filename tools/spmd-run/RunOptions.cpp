@@ -9,9 +9,25 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 
 namespace spmdc {
+
+/// A CLI11 check: a whole number of steps, at least `least`.
+static std::function<std::string(const std::string &)>
+stepsAtLeast(long long least) {
+  return [least](const std::string &v) -> std::string {
+    try {
+      size_t end = 0;
+      if (std::stoll(v, &end) >= least && end == v.size())
+        return "";
+    } catch (...) {
+    }
+    return "a number of steps >= " + std::to_string(least) + ", not '" + v +
+           "'";
+  };
+}
 
 std::optional<int> parseRunOptions(int argc, char **argv,
                                    runner::RunOptions &options,
@@ -65,15 +81,7 @@ std::optional<int> parseRunOptions(int argc, char **argv,
       app.add_option("--checkpoint-every", options.checkpointEvery,
                      "steps between checkpoints (needs --checkpoint-dir, or "
                      "--resume to write into the resumed directory)")
-          ->check([](const std::string &v) -> std::string {
-            try {
-              size_t end = 0;
-              if (std::stoi(v, &end) >= 1 && end == v.size())
-                return "";
-            } catch (...) {
-            }
-            return "a number of steps >= 1, not '" + v + "'";
-          });
+          ->check(stepsAtLeast(1));
   CLI::Option *resume = app.add_option(
       "--resume", options.resume,
       "continue from the last good checkpoint in this directory, on this "
@@ -151,15 +159,6 @@ std::optional<int> parseRunOptions(int argc, char **argv,
       return "a finite number >= 0, not '" + v + "'";
     return "";
   };
-  auto stepCount = [](const std::string &v) -> std::string {
-    try {
-      size_t end = 0;
-      if (std::stoll(v, &end) >= 0 && end == v.size())
-        return "";
-    } catch (...) {
-    }
-    return "a number of steps >= 0, not '" + v + "'";
-  };
   app.add_option("--lr-schedule", options.lrSchedule,
                  "the learning rate of each step: constant (after the "
                  "warmup), or cosine or linear decay from --lr to --min-lr "
@@ -180,12 +179,12 @@ std::optional<int> parseRunOptions(int argc, char **argv,
       app.add_option("--warmup-steps", warmupSteps,
                      "steps of linear warmup: step k < W+1 takes "
                      "lr k/(W+1) (default 0)")
-          ->check(stepCount);
+          ->check(stepsAtLeast(0));
   CLI::Option *totalOption =
       app.add_option("--total-steps", totalSteps,
                      "the step count the decay spans; --min-lr from there "
                      "on (default --steps)")
-          ->check(stepCount);
+          ->check(stepsAtLeast(0));
   app.add_option("--yield-when-idle", options.yieldWhenIdle,
                  "ranks waiting in a collective sleep instead of spinning: "
                  "on, off, or auto (default): when the ranks exceed the "
