@@ -146,6 +146,7 @@ private:
   }
   LogicalResult parseMesh(const json &mesh, ShardSpec &spec);
   LogicalResult parseOptimizer(const json &optimizer, ShardSpec &spec);
+  LogicalResult parseNetwork(const json &network, ShardSpec &spec);
 
   MLIRContext &context;
   std::string fileName;
@@ -215,12 +216,37 @@ LogicalResult SpecParser::parseOptimizer(const json &optimizer,
   return success();
 }
 
+LogicalResult SpecParser::parseNetwork(const json &network, ShardSpec &spec) {
+  if (failed(checkJsonKeys(context, fileName, network, "/network",
+                           {"alpha_us", "gbps", "flops", "ranks"}, {})))
+    return failure();
+  for (auto it = network.begin(); it != network.end(); ++it) {
+    std::string pointer = "/network/" + it.key();
+    if (!it.value().is_number())
+      return error(pointer) << "expected a number, got " << it.value().dump();
+    double x = it.value().get<double>();
+    if (it.key() == "ranks" ? !(it.value().is_number_integer() && x >= 1 &&
+                                x <= kMaxMeshRanks)
+        : it.key() == "alpha_us" ? !(x >= 0 && std::isfinite(x))
+                                 : !(x > 0 && std::isfinite(x)))
+      return error(pointer)
+             << (it.key() == "ranks" ? "expected a whole number from 1 to "
+                                           "2^20"
+                 : it.key() == "alpha_us" ? "expected a finite number, 0 or "
+                                            "more"
+                                          : "expected a finite number above 0")
+             << ", got " << it.value().dump();
+    spec.networkSettings[it.key()] = x;
+  }
+  return success();
+}
+
 std::optional<ShardSpec> SpecParser::parse(const json &root) {
   ShardSpec spec;
   spec.fileName = fileName;
   if (failed(checkJsonKeys(context, fileName, root, "",
                            {"version", "mesh", "presets", "tensors",
-                            "batch_dims", "optimizer"},
+                            "batch_dims", "optimizer", "network"},
                            {"version", "mesh"})))
     return std::nullopt;
   if (!root["version"].is_number_integer() || root["version"] != 1) {
@@ -318,6 +344,8 @@ std::optional<ShardSpec> SpecParser::parse(const json &root) {
 
   if (root.contains("optimizer") &&
       failed(parseOptimizer(root["optimizer"], spec)))
+    return std::nullopt;
+  if (root.contains("network") && failed(parseNetwork(root["network"], spec)))
     return std::nullopt;
   return spec;
 }

@@ -104,6 +104,17 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
                          v + "'";
       });
   app.add_option("--report", options.report, "compile report JSON file");
+  std::string network;
+  app.add_option("--network", network,
+                 "with --report: a step-time estimate on a simulated "
+                 "cluster, alpha-us=A,gbps=G,flops=F[,ranks=N]: A "
+                 "microseconds per message, G Gb/s of link per rank, F "
+                 "GFLOP/s per rank, N ranks (the mesh's first axis "
+                 "rescaled); over the spec's \"network\"")
+      ->check([](const std::string &v) -> std::string {
+        std::string error;
+        return parseNetworkSettings(v, error) ? "" : error;
+      });
   app.add_option("--loss", options.loss,
                  "for a torch.export model that returns logits: the loss to "
                  "append, against a new int64 'labels' input")
@@ -145,6 +156,10 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
     options.optimizer = optimizer == "sgd" ? tg::OptimizerKind::SGD
                                            : tg::OptimizerKind::AdamW;
   options.fsdpGroup = *dist::FsdpGroup::parse(fsdpGroup);
+  if (!network.empty()) {
+    std::string error;
+    options.network = parseNetworkSettings(network, error);
+  }
   if (!bucketMiB.empty())
     options.bucketMiB = *dist::parseBucketMiB(bucketMiB);
   options.partition = partition == "save-all" ? tg::PartitionPolicy::SaveAll

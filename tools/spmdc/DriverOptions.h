@@ -12,6 +12,7 @@
 #include "spmdc/Dialect/Dist/Transforms/PassOptions.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/PassOptions.h"
 #include "spmdc/Pipeline/LoweringOptions.h"
+#include "spmdc/Report/NetworkEstimate.h"
 
 #include <optional>
 #include <string>
@@ -40,6 +41,9 @@ struct DriverOptions {
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
   std::optional<double> clipGradNorm;
   std::string report;
+  /// --network: the simulated cluster of the report's network estimate
+  /// (over the spec's "network", key by key).
+  std::optional<NetworkSettings> network;
   std::string loss;
   std::string logLevel = "warn";
   bool verifyEach = false;

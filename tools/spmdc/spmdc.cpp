@@ -14,6 +14,7 @@
 #include "spmdc/Module/ModuleSignature.h"
 #include "spmdc/Pipeline/Pipeline.h"
 #include "spmdc/Report/CompileReport.h"
+#include "spmdc/Report/NetworkEstimate.h"
 #include "spmdc/Runtime/AtomicFile.h"
 #include "spmdc/Runtime/StoredTensor.h"
 #include "spmdc/Sharding/ShardSpec.h"
@@ -231,6 +232,11 @@ int main(int argc, char **argv) {
                     "--aot\n";
     return 2;
   }
+  if (options.network && options.report.empty()) {
+    llvm::errs() << "spmdc: error: --network adds a step-time estimate to the "
+                    "report; it goes with --report\n";
+    return 2;
+  }
   if (options.aot && pipeline.emit != spmdc::Stage::Module) {
     llvm::errs() << "spmdc: error: --aot compiles the module's host code; it "
                     "goes with --emit=module\n";
@@ -257,14 +263,29 @@ int main(int argc, char **argv) {
   spmdc::ToolDiagnosticHandler diagnostics(sourceMgr, context, llvm::errs());
 
   auto started = std::chrono::steady_clock::now();
-  // Optimizer settings: the spec's, then the command line's on top.
+  // Optimizer and network settings: the spec's, then the command line's on
+  // top.
   spmdc::OptimizerOptions &optimizer = pipeline.optimizer;
+  std::optional<spmdc::NetworkSettings> network;
   if (!options.shardSpec.empty()) {
     std::optional<spmdc::ShardSpec> spec =
         spmdc::readShardSpec(options.shardSpec, context);
     if (!spec)
       return 1;
     pipeline.spec = spec;
+    if (!spec->networkSettings.empty()) {
+      network.emplace();
+      for (auto &[key, value] : spec->networkSettings) {
+        if (key == "alpha_us")
+          network->alphaUs = value;
+        else if (key == "gbps")
+          network->gbps = value;
+        else if (key == "flops")
+          network->gflops = value;
+        else if (key == "ranks")
+          network->ranks = static_cast<int64_t>(value);
+      }
+    }
     if (spec->optimizer)
       optimizer.kind = *spec->optimizer;
     auto setting = [&](const char *key) -> std::optional<double> {
@@ -295,6 +316,20 @@ int main(int argc, char **argv) {
   override(optimizer.beta2, options.beta2);
   override(optimizer.eps, options.eps);
   override(optimizer.clipGradNorm, options.clipGradNorm);
+  if (options.network) {
+    if (!network)
+      network.emplace();
+    network->overrideWith(*options.network);
+  }
+  if (network && !options.report.empty()) {
+    if (std::string missing = network->missingKeys(); !missing.empty()) {
+      llvm::errs() << "spmdc: error: the network estimate needs alpha-us, "
+                      "gbps and flops (--network, or the spec's \"network\" "
+                      "as alpha_us, gbps and flops); missing: "
+                   << missing << "\n";
+      return options.network ? 2 : 1;
+    }
+  }
 
   auto format = spmdc::parseInputFormat(options.inputFormat);
   spdlog::info("importing {}", options.input);
@@ -341,6 +376,19 @@ int main(int argc, char **argv) {
                     std::chrono::steady_clock::now() - started)
                     .count();
     report = spmdc::buildCompileReport(*module, ms);
+    if (network) {
+      std::optional<std::string> estimated =
+          spmdc::withNetworkEstimate(report, *module, *network, errorMessage);
+      if (!estimated) {
+        llvm::errs() << "spmdc: error: "
+                     << (options.network && options.network->ranks
+                             ? "--network: "
+                             : options.shardSpec + ": network: ")
+                     << errorMessage << "\n";
+        return options.network && options.network->ranks ? 2 : 1;
+      }
+      report = std::move(*estimated);
+    }
   }
   auto writeReport = [&]() {
     if (options.report.empty())

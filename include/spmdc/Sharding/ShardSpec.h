@@ -71,6 +71,9 @@ struct ShardSpec {
   /// The "optimizer" object: name and hyperparameters, all optional.
   std::optional<tg::OptimizerKind> optimizer;
   std::map<std::string, double> optimizerSettings;
+  /// The "network" object: the simulated cluster of the report's network
+  /// estimate (alpha_us, gbps, flops, ranks), all optional.
+  std::map<std::string, double> networkSettings;
 
   int64_t numRanks() const;
   /// The index of a mesh axis, or -1.
