@@ -29,6 +29,8 @@ static nlohmann::json toJson(const ModuleValue &v) {
     j["sharding"] = {{"dims", v.shardDims}, {"partial", v.partialAxes}};
   if (!v.logicalShape.empty())
     j["sharding"]["logical"] = v.logicalShape;
+  if (!v.shardParts.empty())
+    j["sharding"]["parts"] = v.shardParts;
   if (!v.aliases.empty())
     j["aliases"] = v.aliases;
   if (v.buffer)
@@ -163,6 +165,8 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
           if (j["sharding"].contains("logical"))
             v.logicalShape =
                 j["sharding"]["logical"].get<std::vector<int64_t>>();
+          if (j["sharding"].contains("parts"))
+            v.shardParts = j["sharding"]["parts"].get<std::vector<int64_t>>();
         }
         if (j.contains("aliases"))
           v.aliases = j["aliases"].get<std::vector<std::string>>();

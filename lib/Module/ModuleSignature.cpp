@@ -56,6 +56,8 @@ static ModuleValue toModuleValue(const tg::GraphValueInfo &info,
       v.partialAxes.assign(sharding->partial.begin(), sharding->partial.end());
       v.logicalShape.assign(shardingAttr.getLogical().begin(),
                             shardingAttr.getLogical().end());
+      v.shardParts.assign(shardingAttr.getParts().begin(),
+                          shardingAttr.getParts().end());
     }
   }
   return v;

@@ -23,9 +23,11 @@ namespace spmdc::runner {
 
 namespace {
 
-/// Adds the leading `extent` of `block` into `logical` at `offsets`.
+/// Adds the `extent` of `block` at `from` (its origin where not given)
+/// into `logical` at `offsets`.
 void addBlock(Tensor &logical, const Tensor &block,
-              llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> extent) {
+              llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> extent,
+              llvm::ArrayRef<int64_t> from = {}) {
   if (llvm::is_contained(extent, 0))
     return;
   std::vector<int64_t> strides = interp::stridesOf(logical.shape);
@@ -35,12 +37,12 @@ void addBlock(Tensor &logical, const Tensor &block,
   for (int64_t size : extent)
     count *= size;
   for (int64_t i = 0; i < count; ++i) {
-    int64_t flat = 0, from = 0;
+    int64_t flat = 0, source = 0;
     for (size_t d = 0; d < index.size(); ++d) {
       flat += (offsets[d] + index[d]) * strides[d];
-      from += index[d] * blockStrides[d];
+      source += ((from.empty() ? 0 : from[d]) + index[d]) * blockStrides[d];
     }
-    logical.data[flat] += block.data[from];
+    logical.data[flat] += block.data[source];
     for (int d = static_cast<int>(index.size()) - 1; d >= 0; --d) {
       if (++index[d] < extent[d])
         break;
@@ -121,9 +123,11 @@ Tensor assemble(const RankValues &perRank, size_t index, const Sharded &sharded,
       }
       continue;
     }
-    llvm::SmallVector<int64_t> offsets, sizes;
-    sharding.blockOf(rank, shape, mesh, offsets, sizes);
-    addBlock(logical, block, offsets, sizes);
+    // A dim in parts: each part's chunk goes to its own place.
+    for (const dist::TensorSharding::Piece &piece :
+         sharding.piecesOf(rank, shape, mesh))
+      addBlock(logical, block, piece.offsets, piece.sizes,
+               piece.localOffsets);
   }
   Type element = sharded.logicalType.getElementType();
   if (!sharding.partial.empty() && (!f64 || !llvm::isa<FloatType>(element)))
@@ -141,16 +145,35 @@ bool scatterArgument(const StepSignature &signature, size_t i,
   const dist::Mesh &mesh = signature.mesh;
   tg::GraphValueInfo logicalInfo = signature.arguments[i];
   logicalInfo.type = signature.argumentShardings[i].logicalType;
+  const dist::TensorSharding &sharding = signature.argumentShardings[i].sharding;
   for (size_t k = 0; k < localRanks.size(); ++k) {
     llvm::SmallVector<int64_t> offsets, sizes;
-    signature.argumentShardings[i].sharding.blockOf(
-        localRanks[k], logicalInfo.type.getShape(), mesh, offsets, sizes);
+    sharding.blockOf(localRanks[k], logicalInfo.type.getShape(), mesh,
+                     offsets, sizes);
     Tensor &block = args[k][i];
     llvm::ArrayRef<int64_t> local = signature.arguments[i].type.getShape();
+    // A dim in parts (a fused QKV weight): the rank's chunk of each part,
+    // one after another.
+    if (sharding.hasParts()) {
+      Tensor whole(Shape(local.begin(), local.end()));
+      for (const dist::TensorSharding::Piece &piece : sharding.piecesOf(
+               localRanks[k], logicalInfo.type.getShape(), mesh)) {
+        Tensor part;
+        if (!inputs.build(logicalInfo,
+                          {piece.offsets.begin(), piece.offsets.end()},
+                          {piece.sizes.begin(), piece.sizes.end()}, part,
+                          error))
+          return false;
+        addBlock(whole, part, piece.localOffsets, piece.sizes);
+      }
+      block = std::move(whole);
+      offsets.assign(local.size(), 0);
+      sizes.assign(local.begin(), local.end());
+    }
     // An f32 input of the deterministic initialisation goes straight into
     // the step's buffer: GPT-2 small's 124 M parameters and AdamW state
     // are never built as f64 beside it.
-    if (compiled && llvm::equal(sizes, local)) {
+    if (compiled && !sharding.hasParts() && llvm::equal(sizes, local)) {
       int64_t count = 1;
       for (int64_t size : sizes)
         count *= size;
@@ -163,7 +186,8 @@ bool scatterArgument(const StepSignature &signature, size_t i,
         continue;
       }
     }
-    if (!inputs.build(logicalInfo, {offsets.begin(), offsets.end()},
+    if (!sharding.hasParts() &&
+        !inputs.build(logicalInfo, {offsets.begin(), offsets.end()},
                       {sizes.begin(), sizes.end()}, block, error))
       return false;
     // A chunk that reaches into a padded dim's padding: zeros there.

@@ -129,6 +129,11 @@ std::optional<Sharded> moduleSharding(const ModuleValue &value,
       return std::nullopt;
     for (auto [dim, axes] : llvm::enumerate(value.shardDims))
       sharding.dims[dim].assign(axes.begin(), axes.end());
+    if (!value.shardParts.empty() &&
+        value.shardParts.size() != value.shardDims.size())
+      return std::nullopt;
+    for (auto [dim, parts] : llvm::enumerate(value.shardParts))
+      sharding.setParts(dim, parts);
     sharding.partial.assign(value.partialAxes.begin(), value.partialAxes.end());
   }
   for (int axis : sharding.shardedAxes())

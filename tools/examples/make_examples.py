@@ -516,17 +516,38 @@ def make_mlp():
     return g
 
 
-def gpt2_block(g, x, i, n_head, mlp_hidden):
+def fused_qkv(g, a, p, qkv):
+    """One projection to [B, S, 3c], sliced into q, k and v: nanoGPT's
+    c_attn (qkv="linear", an nn.Linear weight [3c, c]) or HuggingFace
+    GPT-2's Conv1D (qkv="conv1d", a weight [c, 3c] applied as addmm on the
+    flattened tokens)."""
+    b, s, c = g.shape(a)
+    if qkv == "linear":
+        out = g.linear(f"{p}.attn.c_attn", a, f"{p}.attn.c_attn", 3 * c)
+    else:
+        w = g.param(f"{p}.attn.c_attn.weight", [c, 3 * c])
+        bias = g.param(f"{p}.attn.c_attn.bias", [3 * c])
+        flat = g.reshape(f"{p}.attn.c_attn.in", a, [b * s, c])
+        mm = g.op(f"{p}.attn.c_attn.mm", "matmul", [flat, w])
+        mm = g.op(f"{p}.attn.c_attn.addmm", "add", [mm, bias])
+        out = g.reshape(f"{p}.attn.c_attn", mm, [b, s, 3 * c])
+    return [g.slice(f"{p}.attn.{nm}", out, 2, j * c, (j + 1) * c)
+            for j, nm in enumerate("qkv")]
+
+
+def gpt2_block(g, x, i, n_head, mlp_hidden, qkv=None):
     """One nanoGPT Block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
     p = f"h.{i}"
     b, s, c = g.shape(x)
     hd = c // n_head
     a = g.layer_norm(f"{p}.ln_1", x, f"{p}.ln_1")
-    # Separate q/k/v projections (not nanoGPT's fused c_attn) so that
-    # Megatron-style tensor parallelism can shard attention by heads.
+    # Separate q/k/v projections (not nanoGPT's fused c_attn) unless `qkv`
+    # asks for a fused one (see fused_qkv).
     heads = []
-    for nm in "qkv":
-        part = g.linear(f"{p}.attn.{nm}", a, f"{p}.attn.{nm}_proj", c)
+    fused = fused_qkv(g, a, p, qkv) if qkv else None
+    for j, nm in enumerate("qkv"):
+        part = fused[j] if fused else g.linear(
+            f"{p}.attn.{nm}", a, f"{p}.attn.{nm}_proj", c)
         heads.append(g.split_heads(f"{p}.attn.{nm}h", part, n_head, hd))
     y = g.op(f"{p}.attn.sdpa", "sdpa", heads, causal=True)
     g.expect(y, [b, n_head, s, hd])
@@ -541,7 +562,7 @@ def gpt2_block(g, x, i, n_head, mlp_hidden):
 
 
 def make_gpt2_mini(batch=4, seq=16, vocab=96, n_embd=32, n_head=4,
-                   mlp_hidden=128, n_layer=2):
+                   mlp_hidden=128, n_layer=2, qkv=None):
     g = GraphBuilder("gpt2-mini")
     tokens = g.data("tokens", [batch, seq], "i64")
     labels = g.data("labels", [batch, seq], "i64")
@@ -552,7 +573,7 @@ def make_gpt2_mini(batch=4, seq=16, vocab=96, n_embd=32, n_head=4,
     pos = g.op("pos_emb", "embedding", [wpe, pos])
     x = g.op("x0", "add", [tok, pos])
     for i in range(n_layer):
-        x = gpt2_block(g, x, i, n_head, mlp_hidden)
+        x = gpt2_block(g, x, i, n_head, mlp_hidden, qkv)
     x = g.layer_norm("ln_f", x, "ln_f")
     logits = g.op("logits", "linear", [x, wte])  # tied LM head, no bias
     g.expect(logits, [batch, seq, vocab])

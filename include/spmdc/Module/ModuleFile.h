@@ -37,6 +37,10 @@ struct ModuleValue {
   /// over, and the axes it is a partial sum over. Empty: replicated.
   std::vector<std::vector<int>> shardDims;
   std::vector<int> partialAxes;
+  /// Per dim, the parts a split dim is viewed as (a fused QKV weight's q,
+  /// k and v: each rank holds its chunk of every part); empty: every split
+  /// dim in contiguous chunks.
+  std::vector<int64_t> shardParts;
   /// The logical shape where a split dim is padded (empty: the local shape
   /// times the parts of each dim).
   std::vector<int64_t> logicalShape;

@@ -44,7 +44,8 @@ static bool isAxisList(Attribute attr, llvm::StringSet<> &seen) {
 LogicalResult
 ShardingAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
                      ArrayAttr dims, ArrayAttr partial,
-                     ArrayRef<int64_t> logical, StringAttr origin) {
+                     ArrayRef<int64_t> logical, StringAttr origin,
+                     ArrayRef<int64_t> parts) {
   llvm::StringSet<> seen;
   for (Attribute d : dims)
     if (!isAxisList(d, seen))
@@ -60,6 +61,11 @@ ShardingAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
                        << " dims, got " << logical.size();
   if (llvm::any_of(logical, [](int64_t size) { return size < 0; }))
     return emitError() << "expects a logical shape of sizes >= 0";
+  if (!parts.empty() && parts.size() != dims.size())
+    return emitError() << "expects parts for each of the " << dims.size()
+                       << " dims, got " << parts.size();
+  if (llvm::any_of(parts, [](int64_t p) { return p < 1; }))
+    return emitError() << "expects parts >= 1";
   return success();
 }
 

@@ -139,7 +139,25 @@ bool TensorSharding::operator==(const TensorSharding &other) const {
   for (size_t d = 0; d < std::max(padded.size(), other.padded.size()); ++d)
     if (paddedSize(d) != other.paddedSize(d))
       return false;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (partsOf(d) != other.partsOf(d))
+      return false;
   return true;
+}
+
+void TensorSharding::setParts(size_t d, int64_t count) {
+  if (count <= 1 && d >= parts.size())
+    return;
+  if (d >= parts.size())
+    parts.resize(dims.size(), 1);
+  parts[d] = std::max<int64_t>(count, 1);
+}
+
+bool TensorSharding::hasParts() const {
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (partsOf(d) > 1)
+      return true;
+  return false;
 }
 
 void TensorSharding::setPadded(size_t d, int64_t size) {
@@ -152,9 +170,13 @@ void TensorSharding::setPadded(size_t d, int64_t size) {
 
 void TensorSharding::padUneven(ArrayRef<int64_t> logical, const Mesh &mesh) {
   for (auto [d, axes] : llvm::enumerate(dims)) {
-    int64_t parts = mesh.groupSize(axes);
-    setPadded(d, logical[d] % parts ? llvm::divideCeil(logical[d], parts) * parts
-                                    : 0);
+    int64_t chunks = mesh.groupSize(axes);
+    // A dim in parts is never padded.
+    if (partsOf(d) > 1)
+      continue;
+    setPadded(d, logical[d] % chunks
+                     ? llvm::divideCeil(logical[d], chunks) * chunks
+                     : 0);
   }
 }
 
@@ -174,12 +196,12 @@ FailureOr<SmallVector<int64_t>>
 TensorSharding::localShape(ArrayRef<int64_t> logical, const Mesh &mesh) const {
   SmallVector<int64_t> local(logical);
   for (auto [i, axes] : llvm::enumerate(dims)) {
-    int64_t parts = mesh.groupSize(axes);
+    int64_t chunks = mesh.groupSize(axes) * partsOf(i);
     if (paddedSize(i))
       local[i] = paddedSize(i);
-    if (local[i] % parts != 0)
+    if (local[i] % chunks != 0)
       return failure();
-    local[i] /= parts;
+    local[i] /= mesh.groupSize(axes);
   }
   return local;
 }
@@ -193,9 +215,38 @@ void TensorSharding::blockOf(int64_t rank, ArrayRef<int64_t> logical,
   for (auto [i, axes] : llvm::enumerate(dims)) {
     int64_t parts = mesh.groupSize(axes);
     int64_t chunk = (paddedSize(i) ? paddedSize(i) : logical[i]) / parts;
+    if (partsOf(i) > 1)
+      chunk = logical[i] / partsOf(i) / parts;
     offsets[i] = mesh.groupIndex(rank, axes) * chunk;
     sizes[i] = std::clamp<int64_t>(logical[i] - offsets[i], 0, chunk);
   }
+}
+
+SmallVector<TensorSharding::Piece>
+TensorSharding::piecesOf(int64_t rank, ArrayRef<int64_t> logical,
+                         const Mesh &mesh) const {
+  Piece block;
+  blockOf(rank, logical, mesh, block.offsets, block.sizes);
+  block.localOffsets.assign(logical.size(), 0);
+  SmallVector<Piece> pieces{block};
+  // Each dim in parts multiplies the pieces: part j's chunk sits at
+  // j * (part size) in the logical dim and at j * chunk in the local one.
+  for (size_t d = 0; d < dims.size(); ++d) {
+    int64_t count = partsOf(d);
+    if (count == 1)
+      continue;
+    int64_t part = logical[d] / count, chunk = block.sizes[d];
+    SmallVector<Piece> more;
+    for (const Piece &piece : pieces)
+      for (int64_t j = 0; j < count; ++j) {
+        Piece p = piece;
+        p.offsets[d] += j * part;
+        p.localOffsets[d] += j * chunk;
+        more.push_back(p);
+      }
+    pieces = std::move(more);
+  }
+  return pieces;
 }
 
 std::string TensorSharding::str(const Mesh &mesh) const {
@@ -213,6 +264,8 @@ std::string TensorSharding::str(const Mesh &mesh) const {
     s += ")";
     if (paddedSize(i))
       s += " padded to " + std::to_string(paddedSize(i));
+    if (partsOf(i) > 1)
+      s += " in " + std::to_string(partsOf(i)) + " parts";
   }
   s += "]";
   if (!partial.empty()) {
@@ -242,11 +295,16 @@ ShardingAttr TensorSharding::toAttr(MLIRContext *context, const Mesh &mesh,
   SmallVector<Attribute> dimAttrs;
   for (const auto &axes : dims)
     dimAttrs.push_back(mesh.axisNames(context, axes));
+  SmallVector<int64_t> partCounts;
+  if (hasParts())
+    for (size_t d = 0; d < dims.size(); ++d)
+      partCounts.push_back(partsOf(d));
   return ShardingAttr::get(
       context, ArrayAttr::get(context, dimAttrs),
       partial.empty() ? ArrayAttr() : mesh.axisNames(context, partial),
       ArrayRef<int64_t>(),
-      origin.empty() ? StringAttr() : StringAttr::get(context, origin));
+      origin.empty() ? StringAttr() : StringAttr::get(context, origin),
+      partCounts);
 }
 
 FailureOr<TensorSharding> TensorSharding::fromAttr(ShardingAttr attr,
@@ -266,6 +324,12 @@ FailureOr<TensorSharding> TensorSharding::fromAttr(ShardingAttr attr,
     if (failed(indices))
       return failure();
     s.partial = *indices;
+  }
+  if (!attr.getParts().empty()) {
+    if (static_cast<int64_t>(attr.getParts().size()) != rank)
+      return failure();
+    for (auto [d, count] : llvm::enumerate(attr.getParts()))
+      s.setParts(d, count);
   }
   return s;
 }

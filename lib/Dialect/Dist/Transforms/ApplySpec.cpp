@@ -22,6 +22,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <numeric>
+
 namespace spmdc::dist {
 #define GEN_PASS_DEF_DISTAPPLYSPEC
 #include "spmdc/Dialect/Dist/Transforms/Passes.h.inc"
@@ -50,6 +52,49 @@ std::string parameterOf(StringRef stateName) {
   return "";
 }
 
+/// Where the megatron preset splits a tensor: its dim, and the parts that
+/// dim is viewed as (TensorSharding::parts; 1: contiguous chunks).
+struct TensorParallelDim {
+  int64_t dim = 0;
+  int64_t parts = 1;
+};
+
+/// The parts a column-parallel layer's `features` output features are cut
+/// into by the slices that read them (through reshapes that keep the last
+/// dim): 3 for a fused QKV projection sliced into q, k and v. 1 unless
+/// every use is a slice of the last dim in whole parts.
+int64_t slicedParts(Value output, int64_t features) {
+  SmallVector<int64_t> cuts;
+  SmallVector<Value> work{output};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      auto type = dyn_cast_or_null<RankedTensorType>(user->getNumResults()
+                                                 ? user->getResult(0).getType()
+                                                 : Type());
+      if (isa<tg::ReshapeOp>(user) && type && type.getRank() > 0 &&
+          type.getShape().back() == features) {
+        work.push_back(user->getResult(0));
+        continue;
+      }
+      auto slice = dyn_cast<tg::SliceOp>(user);
+      int64_t rank = typeOf(v).getRank();
+      if (!slice || slice.getStep() != 1 ||
+          static_cast<int64_t>(slice.getStart()) < 0 ||
+          *tg::normalizeDim(slice.getDim(), rank) != rank - 1)
+        return 1;
+      cuts.push_back(static_cast<int64_t>(slice.getStart()));
+      cuts.push_back(slice.getType().getShape().back());
+    }
+  }
+  if (cuts.empty())
+    return 1;
+  int64_t part = features;
+  for (int64_t cut : cuts)
+    part = std::gcd(part, cut);
+  return features / part;
+}
+
 /// The tensor-parallel layout of the linear layers, found from the graph as
 /// Megatron-LM lays it out: a linear layer (x @ W^T with W a parameter
 /// [out, in], or x @ W with W [in, out] as HuggingFace's Conv1D keeps it)
@@ -59,9 +104,12 @@ std::string parameterOf(StringRef stateName) {
 /// the vocabulary is split too, as Megatron-LM splits GPT's: an embedding
 /// table by its rows, and a column layer no row layer follows (an LM head)
 /// on its output features, so that its logits stay split through the loss;
-/// without, those stay whole. Maps parameter names to the dim to split.
-llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main,
-                                                  bool splitVocabulary) {
+/// without, those stay whole. A column layer whose output is sliced into
+/// equal parts (a fused QKV projection) is split in those parts: each rank
+/// holds its heads of q, of k and of v, and the slices need no collective.
+/// Maps parameter names to the dim to split.
+llvm::StringMap<TensorParallelDim>
+findTensorParallelLayout(func::FuncOp main, bool splitVocabulary) {
   // The linear layers sit where the loss is computed: @forward when the
   // step is partitioned.
   func::FuncOp fn = main;
@@ -141,16 +189,16 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main,
     if (!isRow[i])
       reaches(linear.output);
   }
-  llvm::StringMap<int64_t> layout;
+  llvm::StringMap<TensorParallelDim> layout;
   if (splitVocabulary)
     for (Operation &op : fn.getBody().front())
       if (auto embedding = dyn_cast<tg::EmbeddingOp>(op))
         if (std::string table = paramName(embedding.getWeight());
             !table.empty())
-          layout[table] = 0;
+          layout[table] = {0, 1};
   for (auto [i, linear] : llvm::enumerate(linears)) {
     if (isRow[i]) {
-      layout[linear.weight] = linear.inDim;
+      layout[linear.weight] = {linear.inDim, 1};
       continue;
     }
     // A column layer split on its output features: one that feeds a row
@@ -165,9 +213,11 @@ llvm::StringMap<int64_t> findTensorParallelLayout(func::FuncOp main,
     };
     if (!splitVocabulary && !feedsRow())
       continue;
-    layout[linear.weight] = linear.outDim;
+    int64_t features = typeOf(linear.output).getShape().back();
+    int64_t parts = slicedParts(linear.output, features);
+    layout[linear.weight] = {linear.outDim, parts};
     if (!linear.bias.empty())
-      layout[linear.bias] = 0;
+      layout[linear.bias] = {0, parts};
   }
   return layout;
 }
@@ -192,9 +242,17 @@ public:
                             << info.name << "' of rank " << rank;
     if (dim < 0)
       dim += rank;
-    for (auto &axes : sharding.dims)
+    for (auto [d, axes] : llvm::enumerate(sharding.dims)) {
       llvm::erase(axes, axis);
+      if (axes.empty())
+        sharding.setParts(d, 1);
+    }
     sharding.dims[dim].push_back(axis);
+    // A dim in parts stays so only where the group divides each part.
+    int64_t parts = sharding.partsOf(dim);
+    if (parts > 1 && info.type.getDimSize(dim) %
+                         (parts * mesh.groupSize(sharding.dims[dim])))
+      sharding.setParts(dim, 1);
     placedBy = pointer;
     return success();
   }
@@ -220,6 +278,9 @@ public:
     int64_t parts = mesh.shape[axis];
     for (int other : sharding.dims[d])
       parts *= mesh.shape[other];
+    // A dim in parts: the group must divide each part.
+    if (sharding.partsOf(d) > 1)
+      return info.type.getDimSize(d) % (parts * sharding.partsOf(d)) == 0;
     return info.type.getDimSize(d) >= parts;
   }
 
@@ -268,9 +329,18 @@ public:
             info.role == tg::Role::state ? parameterOf(info.name) : info.name;
         auto it = tensorParallel.find(owner);
         if ((info.role == tg::Role::param || info.role == tg::Role::state) &&
-            it != tensorParallel.end() &&
-            failed(shardIfSplits(sharding, axis, it->second, info, pointer)))
-          return failure();
+            it != tensorParallel.end()) {
+          int64_t dim = it->second.dim;
+          if (failed(shardIfSplits(sharding, axis, dim, info, pointer)))
+            return failure();
+          // Heads of q, k and v together: in parts where the group divides
+          // each part (otherwise contiguous, and the output is gathered
+          // before the slices).
+          int64_t parts = it->second.parts;
+          if (parts > 1 && sharding.dims[dim] == SmallVector<int>{axis} &&
+              info.type.getDimSize(dim) % (parts * mesh.shape[axis]) == 0)
+            sharding.setParts(dim, parts);
+        }
         continue;
       }
       if (!isDataParallel(preset) || info.type.getRank() == 0)
@@ -318,8 +388,8 @@ public:
   const ShardSpec &spec;
   const Mesh &mesh;
   MLIRContext *context;
-  /// Parameter name -> dim, for the megatron preset.
-  llvm::StringMap<int64_t> tensorParallel;
+  /// Parameter name -> dim and parts, for the megatron preset.
+  llvm::StringMap<TensorParallelDim> tensorParallel;
   /// The spec entry that last placed the tensor at hand.
   std::string placedBy;
 };

@@ -24,6 +24,15 @@
 // padded factor (a contraction) it masks the padding with zeros, so that
 // padding never reaches a value.
 //
+// A dim in parts (TensorSharding::parts: each rank holds its chunk of every
+// part, a fused QKV projection's q, k and v) keeps its parts through the
+// ops whose factors carry it; a slice or concat of whole parts is served
+// locally (the local slice's bounds scaled to the local parts). Moving a
+// dim in parts through a collective reorders its chunks around it: a
+// gather yields [ranks][parts][chunk] where [parts][ranks][chunk] is
+// meant, so the local tensor is transposed in that view (a scatter or a
+// local slice does the inverse first).
+//
 //===----------------------------------------------------------------------===//
 
 #include "ShardingPlan.h"
@@ -92,6 +101,10 @@ private:
                 Phase phase);
   void defineLocal(Value logical, Value local, TensorSharding sharding,
                    OpBuilder &b);
+  /// `value` (local) with dim `d` viewed as [outer, inner, rest] reordered
+  /// to [inner, outer, rest].
+  Value swapChunks(OpBuilder &b, Value value, int64_t d, int64_t outer,
+                   int64_t inner);
   /// Per factor of `rule`, the size it is padded to under `assigned` (0:
   /// none): an operand's where one holds it split the same way, else the
   /// next multiple of its group.
@@ -222,6 +235,7 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
     for (auto [i, p] : llvm::enumerate(transpose.getPermutation())) {
       sourceTarget.dims[p] = target.dims[i];
       sourceTarget.setPadded(p, target.paddedSize(i));
+      sourceTarget.setParts(p, target.partsOf(i));
     }
     Value source = reshard(b, transpose.getInput(), sourceTarget, phase);
     TensorSharding transposed = target;
@@ -239,6 +253,17 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
     return RankedTensorType::get(*s.localShape(logical.getShape(), mesh),
                                  logical.getElementType());
   };
+  // A splat (a slice's gradient's zeros) is made at the target's shape:
+  // every block of it is the same.
+  if (auto full = value.getDefiningOp<tg::FullOp>();
+      full && current.partial.empty() && target.partial.empty() &&
+      llvm::all_of(target.padded, [](int64_t p) { return p == 0; }) &&
+      succeeded(target.localShape(logical.getShape(), mesh))) {
+    Value result = tg::FullOp::create(b, full.getLoc(), localType(target),
+                                      full.getValueAttr());
+    reshards[{v.getAsOpaquePointer(), key}] = result;
+    return result;
+  }
   MLIRContext *ctx = b.getContext();
   // A whole dim padded with zeros before it is split, and unpadded once it
   // is whole again.
@@ -263,16 +288,24 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
     current.setPadded(d, 0);
   };
 
-  // 0. A dim split with another padding than the target splits it with
-  // comes whole first.
+  // A gather of `axes` on dim d of a dim in parts: the chunks come
+  // rank-major and go back part-major.
+  auto gather = [&](size_t d, const Axes &axes) {
+    int64_t parts = current.partsOf(d);
+    current.dims[d].resize(current.dims[d].size() - axes.size());
+    value = collective<AllGatherOp>(b, v, phase, localType(current), value,
+                                    axes, static_cast<int64_t>(d));
+    value = swapChunks(b, value, d, mesh.groupSize(axes), parts);
+  };
+
+  // 0. A dim split with another padding, or in other parts, than the
+  // target splits it with comes whole first.
   for (size_t d = 0; d < current.dims.size(); ++d) {
     if (current.dims[d].empty() || target.dims[d].empty() ||
-        current.paddedSize(d) == target.paddedSize(d))
+        (current.paddedSize(d) == target.paddedSize(d) &&
+         current.partsOf(d) == target.partsOf(d)))
       continue;
-    Axes gathered = current.dims[d];
-    current.dims[d].clear();
-    value = collective<AllGatherOp>(b, v, phase, localType(current), value,
-                                    gathered, static_cast<int64_t>(d));
+    gather(d, Axes(current.dims[d]));
     unpad(d);
   }
 
@@ -295,6 +328,10 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
     llvm::erase(current.partial, axis);
     if (scatterDim) {
       pad(*scatterDim, target.paddedSize(*scatterDim));
+      // Into a dim in parts: each rank's chunks of every part together.
+      int64_t parts = target.partsOf(*scatterDim);
+      value = swapChunks(b, value, *scatterDim, parts, mesh.shape[axis]);
+      current.setParts(*scatterDim, parts);
       current.dims[*scatterDim].push_back(axis);
       value = collective<ReduceScatterOp>(b, v, phase, localType(current),
                                           value, {axis}, *scatterDim);
@@ -308,12 +345,13 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
 
   // 2. A dim that moves whole from one dim to another: all-to-all.
   for (size_t from = 0; from < current.dims.size(); ++from) {
-    if (current.dims[from].empty() || current.dims[from] == target.dims[from])
+    if (current.dims[from].empty() || current.dims[from] == target.dims[from] ||
+        current.partsOf(from) > 1)
       continue;
     for (size_t to = 0; to < current.dims.size(); ++to) {
       if (to == from || !current.dims[to].empty() ||
           target.dims[to] != current.dims[from] ||
-          !target.dims[from].empty())
+          !target.dims[from].empty() || target.partsOf(to) > 1)
         continue;
       TensorSharding next = current;
       next.dims[to] = current.dims[from];
@@ -342,10 +380,7 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
       ++common;
     if (common == have.size())
       continue;
-    Axes gathered(have.drop_front(common));
-    current.dims[d].resize(common);
-    value = collective<AllGatherOp>(b, v, phase, localType(current), value,
-                                    gathered, static_cast<int64_t>(d));
+    gather(d, Axes(have.drop_front(common)));
     unpad(d);
   }
 
@@ -357,6 +392,10 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
     if (current.dims[d].empty())
       pad(d, target.paddedSize(d));
     Axes extra(want.drop_front(current.dims[d].size()));
+    // Into a dim in parts: this rank's chunks of every part together.
+    int64_t parts = target.partsOf(d);
+    value = swapChunks(b, value, d, parts, mesh.groupSize(extra));
+    current.setParts(d, parts);
     current.dims[d].append(extra.begin(), extra.end());
     value = LocalSliceOp::create(b, value.getLoc(), localType(current), value,
                                  mesh.axisNames(ctx, extra),
@@ -364,6 +403,28 @@ Value FunctionSharder::reshard(OpBuilder &b, Value v,
   }
   reshards[{v.getAsOpaquePointer(), key}] = value;
   return value;
+}
+
+Value FunctionSharder::swapChunks(OpBuilder &b, Value value, int64_t d,
+                                  int64_t outer, int64_t inner) {
+  if (outer == 1 || inner == 1)
+    return value;
+  Location loc = value.getLoc();
+  RankedTensorType type = typeOf(value);
+  SmallVector<int64_t> viewed(type.getShape().take_front(d));
+  viewed.append({outer, inner, type.getDimSize(d) / (outer * inner)});
+  viewed.append(type.getShape().begin() + d + 1, type.getShape().end());
+  SmallVector<int64_t> perm(viewed.size()), swapped(viewed);
+  for (auto [i, p] : llvm::enumerate(perm))
+    p = i;
+  std::swap(perm[d], perm[d + 1]);
+  std::swap(swapped[d], swapped[d + 1]);
+  Type element = type.getElementType();
+  Value view = tg::ReshapeOp::create(
+      b, loc, RankedTensorType::get(viewed, element), value);
+  Value moved = tg::TransposeOp::create(
+      b, loc, RankedTensorType::get(swapped, element), view, perm);
+  return tg::ReshapeOp::create(b, loc, type, moved);
 }
 
 /// True if `v` is made by the update (a gradient's norm), not handed to it.
@@ -638,15 +699,20 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
         return llvm::is_contained(partialOf[partialOperands[0]], a);
       });
   sources.push_back({&rule.result(), &plannedResult, kResultTrailing, 0});
-  assigned = assignFactors(rule, sources, mesh, module.parametersLead);
+  FactorParts parts;
+  assigned = assignFactors(rule, sources, mesh, module.parametersLead, &parts);
 
   SmallVector<int64_t> padded = paddedFactors(op, rule, assigned);
+  // A factor in parts is never padded.
+  for (auto [f, p] : llvm::enumerate(parts))
+    if (p > 1)
+      padded[f] = 0;
   Phase phase = phaseOf(op);
   SmallVector<Value> operands;
   Axes resultPartial;
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     TensorSharding target =
-        shardingFromFactors(rule.operands[i], assigned, rule, padded);
+        shardingFromFactors(rule.operands[i], assigned, rule, parts, padded);
     if (keepPartial)
       target.partial = actual[operand].partial;
     // A partial operand's reduction belongs to the phase that produced it.
@@ -692,7 +758,7 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
         operands[i] = zeroWhereNot(b, inBlock, operands[i]);
   }
   TensorSharding resultSharding =
-      shardingFromFactors(rule.result(), assigned, rule, padded);
+      shardingFromFactors(rule.result(), assigned, rule, parts, padded);
   resultSharding.partial = resultPartial;
   // A max's shards combine at once; a sum's stay a partial sum.
   Axes maxAxes;
@@ -722,13 +788,29 @@ LogicalResult FunctionSharder::rewriteOp(Operation *op, OpBuilder &b) {
   for (NamedAttribute attr : op->getAttrs())
     if (attr.getName() != kShardingAttr)
       state.addAttribute(attr.getName(), attr.getValue());
+  // A slice of whole parts of a split dim: the same parts of the local
+  // ones (the rule's part factor is the sliced dim's last).
+  if (auto slice = dyn_cast<tg::SliceOp>(op)) {
+    int64_t d = *tg::normalizeDim(slice.getDim(), typeOf(result).getRank());
+    int part = rule.operands[0][d].back();
+    if (!assigned[part].empty()) {
+      int64_t size = rule.factorSizes[part];
+      int64_t local = size / mesh.groupSize(assigned[part]);
+      int64_t start = static_cast<int64_t>(slice.getStart());
+      int64_t end = static_cast<int64_t>(slice.getEnd());
+      state.attributes.set(slice.getStartAttrName(),
+                           b.getI64IntegerAttr(start / size * local));
+      state.attributes.set(slice.getEndAttrName(),
+                           b.getI64IntegerAttr(end / size * local));
+    }
+  }
   if (auto infer = op->getName().getRegisteredInfo()->getInterface<
                    InferTypeOpInterface>()) {
     SmallVector<Type> types;
     if (failed(infer->inferReturnTypes(
             b.getContext(), op->getLoc(), operands,
-            op->getAttrDictionary(), OpaqueProperties(nullptr),
-            RegionRange(), types)))
+            state.attributes.getDictionary(b.getContext()),
+            OpaqueProperties(nullptr), RegionRange(), types)))
       return failure();
     if (types.front() != localType)
       return op->emitError("local shape ")
@@ -947,7 +1029,8 @@ struct DistPartitionPass : dist::impl::DistPartitionBase<DistPartitionPass> {
       s.padUneven(shape, *mesh);
       bool padded = llvm::any_of(s.padded, [](int64_t p) { return p != 0; });
       return ShardingAttr::get(ctx, attr.getDims(), attr.getPartial(),
-                               padded ? shape : ArrayRef<int64_t>(), {});
+                               padded ? shape : ArrayRef<int64_t>(), {},
+                               attr.getParts());
     };
     for (auto fn : moduleOp.getOps<func::FuncOp>()) {
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)

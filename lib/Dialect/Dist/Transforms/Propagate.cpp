@@ -29,8 +29,8 @@ using tg::typeOf;
 namespace {
 
 /// Makes `current` more specific where `proposed` extends a dim's axes
-/// (an empty dim, or the same axes followed by more) with axes no other dim
-/// uses; true if anything changed.
+/// (an empty dim, or the same axes followed by more, in the same parts)
+/// with axes no other dim uses; true if anything changed.
 bool refine(TensorSharding &current, const TensorSharding &proposed,
             ArrayRef<int64_t> shape, const Mesh &mesh) {
   bool changed = false;
@@ -38,6 +38,12 @@ bool refine(TensorSharding &current, const TensorSharding &proposed,
     ArrayRef<int> have = current.dims[d];
     if (axes.size() <= have.size() ||
         ArrayRef<int>(axes).take_front(have.size()) != have)
+      continue;
+    int64_t parts = proposed.partsOf(d);
+    if (!have.empty() && current.partsOf(d) != parts)
+      continue;
+    // A dim in parts splits each part evenly.
+    if (parts > 1 && shape[d] % (parts * mesh.groupSize(axes)))
       continue;
     if (llvm::any_of(ArrayRef<int>(axes).drop_front(have.size()), [&](int a) {
           return llvm::is_contained(current.shardedAxes(), a);
@@ -48,6 +54,7 @@ bool refine(TensorSharding &current, const TensorSharding &proposed,
     if (shape[d] < mesh.groupSize(axes))
       continue;
     current.dims[d] = axes;
+    current.setParts(d, parts);
     changed = true;
   }
   return changed;
@@ -108,10 +115,12 @@ bool FunctionPropagation::sweepForward(Operation *op) {
   if (!ruleOp)
     return false;
   ShardingRule rule = ruleOp.getShardingRule();
+  FactorParts parts;
   FactorAxes assigned =
-      assignFactors(rule, sourcesOf(op, rule, false), mesh, lead);
+      assignFactors(rule, sourcesOf(op, rule, false), mesh, lead, &parts);
   Value result = op->getResult(0);
-  TensorSharding proposed = shardingFromFactors(rule.result(), assigned);
+  TensorSharding proposed =
+      shardingFromFactors(rule.result(), assigned, rule, parts);
   std::string origin =
       (op->getName().getStringRef() +
        (op->getNumOperands() ? ", from its operands" : ", which makes it whole"))
@@ -134,12 +143,14 @@ bool FunctionPropagation::sweepBackward(Operation *op) {
   // From the consumer's side the result leads.
   for (Source &s : sources)
     s.priority = s.factorsPerDim == &rule.result() ? kResultLeading : s.priority;
-  FactorAxes assigned = assignFactors(rule, sources, mesh, lead);
+  FactorParts parts;
+  FactorAxes assigned = assignFactors(rule, sources, mesh, lead, &parts);
   bool changed = false;
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     if (fixed.contains(operand))
       continue;
-    TensorSharding proposed = shardingFromFactors(rule.operands[i], assigned);
+    TensorSharding proposed =
+        shardingFromFactors(rule.operands[i], assigned, rule, parts);
     auto it = planned.find(operand);
     if (it == planned.end() ||
         !refine(it->second.sharding, proposed, typeOf(operand).getShape(),

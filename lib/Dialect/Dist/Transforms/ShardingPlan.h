@@ -21,6 +21,17 @@ namespace spmdc::dist {
 using Axes = llvm::SmallVector<int>;
 /// Axes per factor of a rule.
 using FactorAxes = llvm::SmallVector<Axes>;
+/// Per factor of a rule, the parts its split is strided in (1: contiguous
+/// chunks; see TensorSharding::parts).
+using FactorParts = llvm::SmallVector<int64_t>;
+
+/// Where the split of a dim in `dimParts` parts lands among the factors the
+/// dim spans (major first): the first factor that the parts do not cover
+/// whole, and the parts left within it. A contiguous split lands on the
+/// leading factor. nullopt if the parts cut a factor unevenly.
+std::optional<std::pair<int, int64_t>>
+factorOfDim(llvm::ArrayRef<int> factors, int64_t dimParts,
+            const tg::ShardingRule &rule);
 
 /// Who leads when shardings disagree: lower goes first.
 enum SourcePriority : int {
@@ -51,15 +62,25 @@ int64_t bytesOf(mlir::Value v);
 /// nothing. Factors the result keeps are settled before contracted ones.
 /// Axes in `parametersLead` are settled first, with parameters ahead of
 /// activations.
+///
+/// A source's dim in parts offers its axes to the factor factorOfDim
+/// names, in the parts left there; a factor keeps the parts of the source
+/// that gave it its first axis, and later sources must agree. A factor
+/// split in parts, or one a dim spans after another factor, is split only
+/// where its group divides each part (never padded). `parts`, when given,
+/// receives each factor's parts.
 FactorAxes assignFactors(const tg::ShardingRule &rule,
                          llvm::SmallVector<Source> sources, const Mesh &mesh,
-                         const llvm::DenseSet<int> &parametersLead);
+                         const llvm::DenseSet<int> &parametersLead,
+                         FactorParts *parts = nullptr);
 
 /// The sharding of a value whose dims span `factorsPerDim`, under
-/// `assigned`.
+/// `assigned`: each dim split as the first of its factors that has axes,
+/// in the parts that the factors before it (whole) and its own make.
 TensorSharding
 shardingFromFactors(const llvm::SmallVector<llvm::SmallVector<int>> &factorsPerDim,
-                    const FactorAxes &assigned);
+                    const FactorAxes &assigned, const tg::ShardingRule &rule,
+                    llvm::ArrayRef<int64_t> parts);
 
 /// The same, with the dims whose leading factor is padded (a size per
 /// factor, 0 where it is not) padded to match: the factor's padded size
@@ -67,6 +88,7 @@ shardingFromFactors(const llvm::SmallVector<llvm::SmallVector<int>> &factorsPerD
 TensorSharding
 shardingFromFactors(const llvm::SmallVector<llvm::SmallVector<int>> &factorsPerDim,
                     const FactorAxes &assigned, const tg::ShardingRule &rule,
+                    llvm::ArrayRef<int64_t> parts,
                     llvm::ArrayRef<int64_t> paddedFactors);
 
 /// Each value's priority: an argument's as given, an op result the lowest

@@ -10,6 +10,8 @@
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 
+#include <numeric>
+
 using namespace mlir;
 
 namespace spmdc::tg {
@@ -253,12 +255,43 @@ ShardingRule BroadcastOp::getShardingRule() {
   return rule;
 }
 
+/// The largest size that cuts a dim of `size` at every one of `cuts`: a
+/// slice or concat at those positions keeps whole parts of that size.
+static int64_t partSize(int64_t size, ArrayRef<int64_t> cuts) {
+  int64_t part = size;
+  for (int64_t cut : cuts)
+    part = std::gcd(part, cut);
+  return part;
+}
+
+/// The factors of a dim of `count` parts of the factor `part`: the part
+/// alone for one part, else a count that must stay whole, then the part.
+static SmallVector<int> inParts(ShardingRule &rule, int64_t count, int part) {
+  if (count == 1)
+    return {part};
+  return {rule.addFactor(count, true), part};
+}
+
 ShardingRule SliceOp::getShardingRule() {
   ShardingRule rule;
   int64_t dim = *normalizeDim(getDim(), getType().getRank());
   Dims in;
   for (auto [i, size] : llvm::enumerate(shapeOf(getInput()))) {
     if (static_cast<int64_t>(i) == dim) {
+      // A slice of whole parts (q, k or v of a fused projection): the dim
+      // is [parts, part size], the part size shared with the result, and
+      // split it is served locally (the operand in parts, see
+      // TensorSharding). Otherwise the sliced dim stays whole.
+      int64_t length = getType().getDimSize(i);
+      int64_t start = static_cast<int64_t>(getStart());
+      int64_t part =
+          getStep() == 1 && start >= 0 ? partSize(size, {start, length}) : 1;
+      if (part > 1 && part < size) {
+        int shared = rule.addFactor(part);
+        in.push_back(inParts(rule, size / part, shared));
+        rule.result().push_back(inParts(rule, length / part, shared));
+        continue;
+      }
       in.push_back({rule.addFactor(size, true)});
       rule.result().push_back({rule.addFactor(getType().getDimSize(i), true)});
       continue;
@@ -274,11 +307,26 @@ ShardingRule SliceOp::getShardingRule() {
 ShardingRule ConcatOp::getShardingRule() {
   ShardingRule rule;
   int64_t dim = *normalizeDim(getDim(), getType().getRank());
-  for (auto [i, size] : llvm::enumerate(getType().getShape()))
-    rule.result().push_back({rule.addFactor(size, static_cast<int64_t>(i) == dim)});
-  for (Value input : getInputs()) {
+  // Inputs of whole parts of one size (a slice's gradient: zeros around
+  // it): the dim is [parts, part size] throughout, the part size shared,
+  // and split it is concatenated locally (in parts, see TensorSharding).
+  SmallVector<int64_t> sizes;
+  for (Value input : getInputs())
+    sizes.push_back(typeOf(input).getDimSize(dim));
+  int64_t total = getType().getDimSize(dim);
+  int64_t part = partSize(total, sizes);
+  int shared = part > 1 && part < total ? rule.addFactor(part) : -1;
+  for (auto [i, size] : llvm::enumerate(getType().getShape())) {
+    if (static_cast<int64_t>(i) == dim && shared >= 0)
+      rule.result().push_back(inParts(rule, total / part, shared));
+    else
+      rule.result().push_back(
+          {rule.addFactor(size, static_cast<int64_t>(i) == dim)});
+  }
+  for (int64_t size : sizes) {
     Dims dims = rule.result();
-    dims[dim] = {rule.addFactor(typeOf(input).getDimSize(dim), true)};
+    dims[dim] = shared >= 0 ? inParts(rule, size / part, shared)
+                            : SmallVector<int>{rule.addFactor(size, true)};
     rule.operands.push_back(dims);
   }
   rule.partial = ShardingRule::Partial::All;

@@ -104,8 +104,17 @@ func.func @reductions_and_shapes(%x: tensor<2x3x4xf16>, %i: tensor<2x3xi32>) {
   %6 = tg.broadcast %x : tensor<2x3x4xf16> to tensor<5x2x3x4xf16>
   // CHECK: tg.slice {{.*}}#tg.sharding_rule<([i, j, k])->([i, j, l]) {i=2, j=3, k=4, l=2} reduction={k} need_replication={k, l} linear={0}>
   %7 = tg.slice %x dim 2 start 1 end 4 step 2 : tensor<2x3x4xf16>
-  // CHECK: tg.concat {{.*}}#tg.sharding_rule<([i, j, l], [i, j, m])->([i, j, k]) {i=2, j=3, k=6, l=4, m=2} reduction={l, m} need_replication={k, l, m} partial=all>
+  // A slice or concat of whole parts: the dim as [parts, part size], the
+  // part size shared (splitting it puts the dim in parts).
+  // CHECK: tg.slice {{.*}}#tg.sharding_rule<([i, j, lk])->([i, j, k]) {i=2, j=3, k=2, l=2} reduction={l} need_replication={l} linear={0}>
+  %half = tg.slice %x dim 2 start 2 end 4 step 1 : tensor<2x3x4xf16>
+  // CHECK: tg.concat {{.*}}#tg.sharding_rule<([j, k, mi], [j, k, i])->([j, k, li]) {i=2, j=2, k=3, l=3, m=2} reduction={m} need_replication={l, m} partial=all>
   %8 = tg.concat %x, %7 dim -1 : tensor<2x3x4xf16>, tensor<2x3x2xf16>
+  // Otherwise the sliced or concatenated dim stays whole.
+  // CHECK: tg.slice {{.*}}#tg.sharding_rule<([i, j, k])->([i, j, l]) {i=2, j=3, k=4, l=3} reduction={k} need_replication={k, l} linear={0}>
+  %three = tg.slice %x dim 2 start 0 end 3 step 1 : tensor<2x3x4xf16>
+  // CHECK: tg.concat {{.*}}#tg.sharding_rule<([i, j, l], [i, j, m])->([i, j, k]) {i=2, j=3, k=7, l=4, m=3} reduction={l, m} need_replication={k, l, m} partial=all>
+  %odd = tg.concat %x, %three dim -1 : tensor<2x3x4xf16>, tensor<2x3x3xf16>
   // CHECK: tg.iota {{.*}}#tg.sharding_rule<()->([i, j, k]) {i=2, j=3, k=1} need_replication={i, j, k}>
   %idx = tg.iota dim 0 : tensor<2x3x1xi64>
   // CHECK: tg.gather {{.*}}#tg.sharding_rule<([i, j, k], [i, j, l])->([i, j, l]) {i=2, j=3, k=4, l=1} reduction={k} linear={0} indexed={k=1}>

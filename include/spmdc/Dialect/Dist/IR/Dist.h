@@ -81,11 +81,21 @@ struct Mesh {
 /// the padded dim, and the positions past the logical size hold values no
 /// result depends on (the shard stage masks them before any sum over the
 /// dim).
+///
+/// A split dim may be viewed as `parts` equal parts, each cut into the
+/// group's chunks (a strided layout, DTensor's _StridedShard): rank i holds
+/// chunk i of every part, the parts one after another. A fused QKV weight
+/// [3d, d] in 3 parts gives each rank its rows of q, then of k, then of v,
+/// so that slicing q, k or v out of it needs no communication. A dim in
+/// parts is never padded: its group divides each part.
 struct TensorSharding {
   llvm::SmallVector<llvm::SmallVector<int>> dims;
   llvm::SmallVector<int> partial;
   /// Per dim, the size it is padded to; 0 (or absent) where it is not.
-  llvm::SmallVector<int64_t> padded;
+  llvm::SmallVector<int64_t, 0> padded;
+  /// Per dim, the parts it is viewed as; 0, 1 (or absent) where it is cut
+  /// into contiguous chunks. Meaningful only for a split dim.
+  llvm::SmallVector<int64_t, 0> parts;
 
   static TensorSharding replicated(int64_t rank);
   bool isReplicated() const;
@@ -98,22 +108,43 @@ struct TensorSharding {
     return d < padded.size() ? padded[d] : 0;
   }
   void setPadded(size_t d, int64_t size);
+  /// The parts dim `d` is viewed as (1: contiguous chunks, or whole).
+  int64_t partsOf(size_t d) const {
+    return d < parts.size() && parts[d] > 1 && !dims[d].empty() ? parts[d]
+                                                                 : 1;
+  }
+  void setParts(size_t d, int64_t count);
+  /// True if some dim is in parts.
+  bool hasParts() const;
   /// Pads each split dim that its group does not divide to the next
   /// multiple of the group (the padding of every function boundary).
   void padUneven(llvm::ArrayRef<int64_t> logical, const Mesh &mesh);
   /// The mesh axes any dim uses.
   llvm::SmallVector<int> shardedAxes() const;
-  /// Per-rank shape; failure if a dim (padded where it is) does not divide
-  /// evenly.
+  /// Per-rank shape; failure if a dim (padded where it is, each part where
+  /// it is in parts) does not divide evenly.
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   localShape(llvm::ArrayRef<int64_t> logical, const Mesh &mesh) const;
   /// The block of the logical tensor that `rank` holds: its offsets, and
   /// its sizes within the logical tensor (short of the local shape, or 0,
-  /// where the rank's chunk reaches into the padding).
+  /// where the rank's chunk reaches into the padding). For a sharding with
+  /// a dim in parts, the first of its pieces (see piecesOf).
   void blockOf(int64_t rank, llvm::ArrayRef<int64_t> logical, const Mesh &mesh,
                llvm::SmallVectorImpl<int64_t> &offsets,
                llvm::SmallVectorImpl<int64_t> &sizes) const;
-  /// e.g. "[S(dp), R] P(tp)", or "[S(dp) padded to 8, R]".
+  /// One box of the logical tensor that a rank holds, and where it sits in
+  /// the rank's local tensor.
+  struct Piece {
+    llvm::SmallVector<int64_t> offsets, sizes, localOffsets;
+  };
+  /// The boxes of the logical tensor that `rank` holds: its block (one
+  /// piece, at the local tensor's origin) unless a dim is in parts, where
+  /// each part contributes a piece.
+  llvm::SmallVector<Piece> piecesOf(int64_t rank,
+                                    llvm::ArrayRef<int64_t> logical,
+                                    const Mesh &mesh) const;
+  /// e.g. "[S(dp), R] P(tp)", "[S(dp) padded to 8, R]", "[S(tp) in 3 parts,
+  /// R]".
   std::string str(const Mesh &mesh) const;
 
   /// As an attribute, with where the sharding came from (empty: none).

@@ -52,8 +52,15 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
     the arguments and results of a partitioned `@main`, whose types are
     local, `logical` gives the logical shape where a dim is padded.
 
+    `parts` views a dim as that many equal parts, each split over the
+    dim's axes (a strided layout, DTensor's `_StridedShard`): a fused QKV
+    weight `[3d, d]` with `parts[3, 1]` over `tp` gives each rank its rows
+    of q, of k and of v, in that order. Absent (or 1): the dim is cut into
+    contiguous chunks.
+
     ```mlir
     #dist.sharding<[["dp"], []]>
+    #dist.sharding<[["tp"], []] parts[3, 1]>
     #dist.sharding<[[], ["tp"]] partial ["dp"]>
     #dist.sharding<[["dp"], []] from "spec /presets/dp">
     #dist.sharding<[["dp"], []] logical[50257, 768]>
@@ -62,8 +69,10 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
   let parameters = (ins "::mlir::ArrayAttr":$dims,
                         OptionalParameter<"::mlir::ArrayAttr">:$partial,
                         OptionalArrayRefParameter<"int64_t">:$logical,
-                        OptionalParameter<"::mlir::StringAttr">:$origin);
-  let assemblyFormat = "`<` $dims (`partial` $partial^)? "
+                        OptionalParameter<"::mlir::StringAttr">:$origin,
+                        OptionalArrayRefParameter<"int64_t">:$parts);
+  let assemblyFormat = "`<` $dims (`parts` `[` $parts^ `]`)? "
+                       "(`partial` $partial^)? "
                        "(`logical` `[` $logical^ `]`)? (`from` $origin^)? `>`";
   let genVerifyDecl = 1;
 }
