@@ -5,6 +5,7 @@
 #include "spmdc/Runner/Relaunch.h"
 #include "spmdc/Runner/StepSignature.h"
 #include "spmdc/Runtime/AtomicFile.h"
+#include "spmdc/Runtime/Limits.h"
 #include "spmdc/Support/ShapeString.h"
 #ifdef SPMDC_HAVE_MPI
 #include "spmdc/Runtime/Collectives.h"
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include <fcntl.h>
@@ -480,9 +482,15 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &directory,
   std::unique_ptr<Checkpoint> checkpoint(new Checkpoint());
   std::string latestPath = joinPath(directory, "latest");
   if (auto latest = llvm::MemoryBuffer::getFile(latestPath)) {
-    std::string folder =
-        joinPath(directory, (*latest)->getBuffer().trim().str());
-    if (llvm::sys::fs::exists(joinPath(folder, "index.json")))
+    // A folder of D: a name, not a path.
+    llvm::StringRef name = (*latest)->getBuffer().trim();
+    std::string folder = joinPath(directory, name);
+    if (name.empty() || name == "." || name == ".." || name.contains('/') ||
+        name.contains('\0'))
+      spdlog::warn("{} does not name a folder of {}; looking for the newest "
+                   "complete checkpoint",
+                   latestPath, directory);
+    else if (llvm::sys::fs::exists(joinPath(folder, "index.json")))
       checkpoint->folderPath = folder;
     else
       spdlog::warn("{} names {}, which has no index.json; looking for the "
@@ -508,8 +516,14 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &directory,
   auto buffer = llvm::MemoryBuffer::getFile(indexFile);
   if (!buffer)
     return refuse("cannot read: " + buffer.getError().message());
-  llvm::Expected<llvm::json::Value> parsed =
-      llvm::json::parse((*buffer)->getBuffer());
+  // llvm::json parses and frees recursively: refuse deep nesting first.
+  llvm::StringRef text = (*buffer)->getBuffer();
+  size_t deep = rt::findJsonDepthExcess(text.data(), text.size());
+  if (deep != std::string::npos)
+    return refuse("JSON nested deeper than " +
+                  std::to_string(rt::kMaxJsonDepth) + " levels (at byte " +
+                  std::to_string(deep) + ")");
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
   if (!parsed)
     return refuse("is not valid JSON: " + llvm::toString(parsed.takeError()));
   const llvm::json::Object *index = parsed->getAsObject();
@@ -540,10 +554,23 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &directory,
   state.dataset = dataset->getString("file").value_or("").str();
   state.shuffle = dataset->getBoolean("shuffle").value_or(false);
   checkpoint->identity = identity->str();
+  // spmd-run counts steps in an int; batches are drawn from 0 on.
+  if (state.step < 0 || state.step > std::numeric_limits<int32_t>::max())
+    return refuse("is malformed: \"step\" " + std::to_string(state.step) +
+                  " is not a step count");
+  if (state.nextBatch < 0)
+    return refuse("is malformed: \"next_batch\" " +
+                  std::to_string(state.nextBatch) + " is negative");
 
   // Every shard file there, whole: a crash cannot leave a short one (they
   // are renamed into place whole), a copy or a full disk can.
   for (const auto &[file, info] : *files) {
+    // A file of the step folder: a name, not a path.
+    llvm::StringRef name = file;
+    if (name.empty() || name == "." || name == ".." || name.contains('/') ||
+        name.contains('\0'))
+      return refuse("is malformed: file '" + name.str() +
+                    "' is not the name of a file in the checkpoint's folder");
     std::string path = joinPath(checkpoint->folderPath, file.str());
     const llvm::json::Object *fileInfo = info.getAsObject();
     std::optional<int64_t> bytes =
@@ -554,6 +581,11 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &directory,
     if (::stat(path.c_str(), &st) != 0) {
       error = path + ": is missing (" + std::strerror(errno) +
               "), but the checkpoint's index lists it";
+      return nullptr;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      error = path + ": is not a regular file, but the checkpoint's index "
+                     "lists it as a shard";
       return nullptr;
     }
     if (st.st_size != *bytes) {
@@ -567,7 +599,12 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &directory,
     }
   }
 
-  // The tensors and their blocks.
+  // The tensors and their blocks. Every size is checked before anything is
+  // sized by it: each tensor against --max-tensor-bytes, each block inside
+  // its tensor and its file, the blocks of a tensor covering it exactly
+  // (as the writer's do), and no two blocks sharing a file's bytes, so
+  // what --export-params allocates is bounded by the shards' real bytes.
+  std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> claimed;
   for (const auto &[key, value] : *tensors) {
     const llvm::json::Object *tensor = value.getAsObject();
     Entry entry;
@@ -585,6 +622,24 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &directory,
       for (const llvm::json::Value &alias : *aliases)
         if (std::optional<llvm::StringRef> name = alias.getAsString())
           entry.aliases.push_back(name->str());
+    // Looked up by "<role>/<name>", as the writer keys it.
+    if (key != keyOf(entry.role, entry.name))
+      return refuse("is malformed: tensor '" + key.str() + "' is " +
+                    entry.role + " '" + entry.name + "', whose key is '" +
+                    keyOf(entry.role, entry.name) + "'");
+    std::optional<rt::DType> entryDType = rt::parseDType(entry.dtype);
+    if (!entryDType)
+      return refuse("is malformed: tensor '" + key.str() + "' has dtype '" +
+                    entry.dtype + "', which is not a safetensors dtype");
+    uint64_t tensorBytes = 0;
+    std::string why;
+    if (!rt::checkTensorSize(entry.shape, rt::dtypeSize(*entryDType),
+                             tensorBytes, why))
+      return refuse("tensor '" + key.str() + "': " + why);
+    // No overflow: checkTensorSize bounds the count.
+    int64_t elements = 1, covered = 0;
+    for (int64_t size : entry.shape)
+      elements *= size;
     for (const llvm::json::Value &blockValue : *blocks) {
       const llvm::json::Object *block = blockValue.getAsObject();
       Block stored;
@@ -602,24 +657,54 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &directory,
                   stored.offsets.size() == entry.shape.size() &&
                   stored.sizes.size() == entry.shape.size() && dtype && begin &&
                   bytes && files->get(stored.file);
+      // offsets + sizes <= shape, without overflow (both are >= 0).
       for (size_t d = 0; fits && d < entry.shape.size(); ++d)
-        fits = stored.offsets[d] + stored.sizes[d] <= entry.shape[d];
+        fits = stored.sizes[d] <= entry.shape[d] &&
+               stored.offsets[d] <= entry.shape[d] - stored.sizes[d];
+      // Inside the tensor, so no more elements than it has.
       int64_t count = 1;
-      for (int64_t size : stored.sizes)
-        count *= size;
+      if (fits)
+        for (int64_t size : stored.sizes)
+          count *= size;
       if (fits) {
         stored.dtype = *dtype;
         stored.begin = static_cast<uint64_t>(*begin);
         int64_t fileBytes = *files->getObject(stored.file)->getInteger("bytes");
-        fits = *bytes == count * static_cast<int64_t>(rt::dtypeSize(*dtype)) &&
-               *begin >= 0 && *begin + *bytes <= fileBytes;
+        int64_t width = static_cast<int64_t>(rt::dtypeSize(*dtype)), want;
+        fits = !__builtin_mul_overflow(count, width, &want) && *bytes == want &&
+               *begin >= 0 && *begin <= fileBytes &&
+               *bytes <= fileBytes - *begin;
       }
       if (!fits)
         return refuse("is malformed: a block of tensor '" + key.str() +
                       "' lies outside the tensor or its file");
+      if (__builtin_add_overflow(covered, count, &covered))
+        covered = std::numeric_limits<int64_t>::max();
+      if (covered > elements)
+        break;
+      if (count)
+        claimed[stored.file].push_back(
+            {stored.begin, stored.begin + static_cast<uint64_t>(*bytes)});
       entry.blocks.push_back(std::move(stored));
     }
+    if (covered != elements)
+      return refuse(
+          "is malformed: the blocks of tensor '" + key.str() + "' hold " +
+          (covered > elements ? "more than the "
+                              : std::to_string(covered) + " of the ") +
+          std::to_string(elements) + " elements of its shape " +
+          shapeString(entry.shape));
     checkpoint->entries[key.str()] = std::move(entry);
+  }
+  for (auto &[file, ranges] : claimed) {
+    llvm::sort(ranges);
+    for (size_t i = 1; i < ranges.size(); ++i)
+      if (ranges[i].first < ranges[i - 1].second)
+        return refuse(
+            "is malformed: two blocks share bytes " +
+            std::to_string(ranges[i].first) + " to " +
+            std::to_string(std::min(ranges[i].second, ranges[i - 1].second)) +
+            " of file '" + file + "'");
   }
   return checkpoint;
 }
@@ -811,7 +896,24 @@ bool Checkpoint::read(const tg::GraphValueInfo &info,
 
 bool Checkpoint::exportParams(const std::string &path, std::string &error) {
   // What --save-params writes: parameters and model state under each of
-  // their names, and the persistent buffers.
+  // their names, and the persistent buffers. Each name once: checked before
+  // anything is read (each name holds a copy of its tensor).
+  std::map<std::string, std::string> owners;
+  for (const auto &[key, entry] : entries) {
+    if (entry.role != "param" && !entry.buffer)
+      continue;
+    std::vector<std::string> names{entry.name};
+    names.insert(names.end(), entry.aliases.begin(), entry.aliases.end());
+    for (const std::string &name : names) {
+      auto [it, added] = owners.try_emplace(name, key);
+      if (!added) {
+        error = indexPath() + ": is malformed: the name '" + name +
+                "' is given twice (tensors '" + it->second + "' and '" + key +
+                "')";
+        return false;
+      }
+    }
+  }
   std::vector<rt::NamedTensor> saved;
   for (const auto &[key, entry] : entries) {
     if (entry.role != "param" && !entry.buffer)

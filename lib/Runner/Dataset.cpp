@@ -188,6 +188,11 @@ bool TokenDataset::bind(const std::vector<tg::GraphValueInfo> &arguments,
   targets = out ? out->name : "";
   batchSize = in->type.getDimSize(0);
   seq = in->type.getDimSize(1);
+  if (seq < 1) {
+    error = options.path + ": a window needs at least one input token, but " +
+            describeInput(*in) + " has rows of none";
+    return false;
+  }
   if (count < seq + 1) {
     error = options.path + ": " + std::to_string(count) +
             " tokens, fewer than one window of seq + 1 = " +
@@ -207,15 +212,24 @@ bool TokenDataset::read(const tg::GraphValueInfo &info, int64_t batch,
   int64_t limit = idLimit(info, why);
   int64_t shift = info.name == targets ? 1 : 0;
   int64_t n = sizes[1];
+  if (batch < 0) {
+    error = options.path + ": batch " + std::to_string(batch) + " is negative";
+    return false;
+  }
   buffer.resize(n * width);
   for (int64_t row = 0; row < sizes[0]; ++row) {
     // The window of this row of the batch: the next one in the file, or a
-    // random start where a whole window fits (nanoGPT's get_batch).
+    // random start where a whole window fits (nanoGPT's get_batch). In 128
+    // bits: a checkpoint may resume at any batch.
     int64_t r = offsets[0] + row;
-    int64_t start = options.shuffle
-                        ? static_cast<int64_t>(
-                              below(draw(options.seed, batch, r), count - seq))
-                        : ((batch * batchSize + r) % windows) * seq;
+    int64_t start =
+        options.shuffle
+            ? static_cast<int64_t>(
+                  below(draw(options.seed, batch, r), count - seq))
+            : static_cast<int64_t>(
+                  ((static_cast<unsigned __int128>(batch) * batchSize + r) %
+                   static_cast<uint64_t>(windows))) *
+                  seq;
     int64_t first = start + shift + offsets[1];
     // Only this rank's part of the row, straight from the file.
     size_t want = buffer.size(), got = 0;
@@ -345,6 +359,11 @@ bool SampleDataset::bind(const std::vector<tg::GraphValueInfo> &arguments,
               describeInput(*first) + " take batches of different sizes";
       return false;
     }
+    if (llvm::is_contained(llvm::ArrayRef(stored->shape).drop_front(), 0)) {
+      error = where + " has samples of no elements, which cannot feed " +
+              describeInput(info);
+      return false;
+    }
     first = first ? first : &info;
     samples = stored->shape[0];
     batchSize = shape[0];
@@ -379,13 +398,19 @@ bool SampleDataset::read(const tg::GraphValueInfo &info, int64_t batch,
   std::vector<int64_t> at = offsets, extent = sizes;
   extent[0] = 1;
   int64_t perSample = sizes[0] ? block.numel() / sizes[0] : 0;
+  if (batch < 0) {
+    error = options.path + ": batch " + std::to_string(batch) + " is negative";
+    return false;
+  }
   for (int64_t row = 0; row < sizes[0]; ++row) {
     // Step k takes samples [k * B, (k + 1) * B) of the file's order, or of
-    // this pass's permutation, wrapping into the next pass.
-    int64_t position = batch * batchSize + offsets[0] + row;
-    int64_t index = position % samples;
+    // this pass's permutation, wrapping into the next pass. In 128 bits: a
+    // checkpoint may resume at any batch.
+    unsigned __int128 position =
+        static_cast<unsigned __int128>(batch) * batchSize + offsets[0] + row;
+    int64_t index = static_cast<int64_t>(position % samples);
     if (options.shuffle)
-      index = orderOf(position / samples)[index];
+      index = orderOf(static_cast<int64_t>(position / samples))[index];
     at[0] = index;
     if (!file->readSliceAsDouble(info.name, at, extent, sample, error))
       return false;
