@@ -3,8 +3,9 @@
 
     python3 scripts/plot-metrics.py m.jsonl -o loss.png
 
-One panel a series against the step: the loss, and the learning rate when
-the file has one ("lr"). Each panel is scaled to its own range, which the
+One panel a series against the step: the loss, the eval loss when the file
+has one ("eval_loss", spmd-run --eval-dataset) and the learning rate when it
+has one ("lr"). Each panel is scaled to its own range, which the
 script prints, with the points it drew. It needs only Python's standard
 library (the PNG is written with zlib), so it runs wherever spmd-run does.
 """
@@ -16,7 +17,7 @@ import zlib
 
 WIDTH, PANEL_HEIGHT, MARGIN = 640, 240, 24
 BACKGROUND, AXES, COLOURS = (255, 255, 255), (160, 160, 160), {
-    "loss": (31, 119, 180), "lr": (214, 39, 40)}
+    "loss": (31, 119, 180), "eval_loss": (44, 160, 44), "lr": (214, 39, 40)}
 
 
 def fail(message):
@@ -112,7 +113,8 @@ def main():
     parser.add_argument("-o", "--output", required=True, help="the PNG to write")
     args = parser.parse_args()
     records = read_metrics(args.metrics)
-    series = [name for name in ("loss", "lr") if any(name in r for r in records)]
+    series = [name for name in ("loss", "eval_loss", "lr")
+              if any(name in r for r in records)]
     if not series:
         fail(f"{args.metrics}: no \"loss\" or \"lr\" to plot")
     canvas = Canvas(WIDTH, PANEL_HEIGHT * len(series))

@@ -75,6 +75,8 @@ static std::string serializeHead(const ModuleFile &m, uint64_t weightsBytes) {
   header["results"] = nlohmann::json::array();
   for (const ModuleValue &v : results)
     header["results"].push_back(toJson(v));
+  if (!m.evalEntry.empty())
+    header["eval"] = {{"entry", m.evalEntry}, {"arguments", m.evalArguments}};
   if (!m.constantBuffers.empty()) {
     header["constant_buffers"] = nlohmann::json::array();
     for (const ModuleValue &v : m.constantBuffers)
@@ -193,6 +195,18 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
          !readValues(header["constant_buffers"], file.constantBuffers))) {
       error = valueError;
       return std::nullopt;
+    }
+    if (header.contains("eval")) {
+      file.evalEntry = header["eval"].at("entry").get<std::string>();
+      file.evalArguments =
+          header["eval"].at("arguments").get<std::vector<size_t>>();
+      for (size_t index : file.evalArguments)
+        if (index >= file.arguments.size()) {
+          error = "the module's eval program takes argument " +
+                  std::to_string(index) + " of a step of " +
+                  std::to_string(file.arguments.size());
+          return std::nullopt;
+        }
     }
     // Without native code or weights the program is the rest of the file.
     uint64_t programBytes = body.size();

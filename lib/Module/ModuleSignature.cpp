@@ -141,6 +141,21 @@ FailureOr<ModuleFile> moduleSignature(ModuleOp module) {
   for (const tg::GraphValueInfo &info : tg::getResultInfos(entry))
     file.results.push_back(toModuleValue(
         info, entry.getResultAttrOfType<dist::ShardingAttr>(index++, dist::kShardingAttr), mesh));
+  // The loss alone (--tg-eval-entry): its arguments are some of the step's,
+  // named and typed alike.
+  if (auto eval = module.lookupSymbol<func::FuncOp>("eval")) {
+    std::vector<tg::GraphValueInfo> stepArguments = tg::getArgumentInfos(entry);
+    for (const tg::GraphValueInfo &info : tg::getArgumentInfos(eval)) {
+      auto same = llvm::find_if(stepArguments, [&](const tg::GraphValueInfo &a) {
+        return a.name == info.name && a.role == info.role && a.type == info.type;
+      });
+      if (same == stepArguments.end())
+        return eval.emitError() << "@eval's argument '" << info.name
+                                << "' is none of the step's";
+      file.evalArguments.push_back(same - stepArguments.begin());
+    }
+    file.evalEntry = eval.getSymName().str();
+  }
   return file;
 }
 

@@ -121,7 +121,7 @@ static void addToKernelLoops(OpPassManager &pm, bool onHost) {
 /// The entry's arguments and results through memory, as spmd-run calls it.
 static void addWideInterfaces(OpPassManager &pm) {
   WideInterfacesThroughMemoryOptions wide;
-  wide.entry = "main";
+  wide.entries = {"main", "eval"};
   pm.addPass(createWideInterfacesThroughMemory(wide));
 }
 

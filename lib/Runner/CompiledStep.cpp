@@ -346,6 +346,9 @@ bool CompiledStep::compile(std::string &error) {
       nativeFini = nativeFunction<Init>(*native, "spmd_step_fini", error);
       if (!init || !nativeMain || !nativeFini)
         return false;
+      if (hasEval() && !(nativeEval = nativeFunction<void (*)(void **)>(
+                             *native, "spmd_step_eval", error)))
+        return false;
       // The module's constructors: a CUDA module loads its kernels.
       init();
       spdlog::info("running the module's native code ({})", file.nativeCpu);
@@ -364,6 +367,11 @@ bool CompiledStep::compile(std::string &error) {
       if (jit) {
         nativeMain = nativeFunction<void (*)(void **)>(
             *jit, ("_mlir_" + file.entry).c_str(), linkError);
+        if (nativeMain && hasEval())
+          nativeEval = nativeFunction<void (*)(void **)>(
+              *jit, ("_mlir_" + file.evalEntry).c_str(), linkError);
+        if (hasEval() && !nativeEval)
+          nativeMain = nullptr;
         llvm::Error init = nativeMain ? jit->initialize(jit->getMainJITDylib())
                                       : llvm::Error::success();
         if (nativeMain && !init) {
@@ -373,7 +381,7 @@ bool CompiledStep::compile(std::string &error) {
         }
         if (init)
           linkError = llvm::toString(std::move(init));
-        nativeMain = nullptr;
+        nativeMain = nativeEval = nullptr;
       }
       spdlog::warn("ignoring the native-code cache {}: {}", cache, linkError);
     }
@@ -462,6 +470,8 @@ void CompiledStep::release(void *buffer) const {
 
 CompiledStep::~CompiledStep() {
   for (const Buffer &buffer : arguments)
+    release(buffer.allocated);
+  for (const Buffer &buffer : evalArguments)
     release(buffer.allocated);
   // Native code's destructors (kernel modules unloaded) before the CUDA
   // runtime ends; the engine runs the program's own as it goes.
@@ -626,6 +636,71 @@ bool CompiledStep::run(std::vector<interp::Tensor> &results,
   for (char *p : freed)
     if (!llvm::is_contained(adopted, p) && !isArgument(arguments, p))
       release(p);
+  return true;
+}
+
+bool CompiledStep::evaluate(
+    const std::vector<std::pair<size_t, interp::Tensor>> &given,
+    interp::Tensor &loss, std::string &error) {
+  if (!hasEval()) {
+    error = "the module carries no eval program";
+    return false;
+  }
+  evalArguments.resize(arguments.size());
+  for (const auto &[index, value] : given) {
+    size_t bytes = value.data.size() * rt::dtypeSize(argumentTypes[index]);
+    Buffer &buffer = evalArguments[index];
+    if (!buffer.allocated) {
+      auto *block = static_cast<char *>(allocate(bytes));
+      buffer = {block, block};
+    }
+    storeElements(argumentTypes[index], value.data, buffer.aligned);
+  }
+  // `void eval(ptr arguments, ptr results)`, as the step's entry.
+  std::vector<int64_t> argumentWords;
+  for (size_t a : file.evalArguments) {
+    const Buffer &buffer =
+        evalArguments[a].allocated ? evalArguments[a] : arguments[a];
+    if (!buffer.allocated) {
+      error = "argument '" + file.arguments[a].name +
+              "' was never given a value";
+      return false;
+    }
+    Descriptor d(buffer.allocated, buffer.aligned, file.arguments[a].shape);
+    argumentWords.insert(argumentWords.end(), d.fields.begin(), d.fields.end());
+  }
+  // The loss: a scalar's descriptor (allocated, aligned, offset).
+  int64_t result[3] = {0, 0, 0};
+  void *argumentsPointer = argumentWords.data();
+  void *resultsPointer = result;
+  std::vector<void *> packed = {&argumentsPointer, &resultsPointer};
+  if (nativeEval) {
+    nativeEval(packed.data());
+  } else if (nativeMain) {
+    error = "the module's native code has no eval program";
+    return false;
+  } else if (llvm::Error e = engine->invokePacked(file.evalEntry, packed)) {
+    error = "the eval program failed: " + llvm::toString(std::move(e));
+    return false;
+  }
+  auto lossResult = llvm::find_if(file.results, [](const ModuleValue &r) {
+    return r.role == "loss";
+  });
+  DType type = lossResult == file.results.end()
+                   ? DType::F32
+                   : resultTypes[lossResult - file.results.begin()];
+  auto *allocated = reinterpret_cast<char *>(result[0]);
+  auto *aligned = reinterpret_cast<char *>(result[1]);
+  loss = interp::Tensor(std::vector<int64_t>{});
+  loadContiguous(type, aligned + result[2] * rt::dtypeSize(type), loss.data);
+  // The step allocated it, unless it is a global or one of the inputs.
+  auto *global = reinterpret_cast<char *>(0xdeadbeef);
+  bool input = llvm::any_of(file.evalArguments, [&](size_t a) {
+    return allocated == arguments[a].allocated ||
+           allocated == evalArguments[a].allocated;
+  });
+  if (allocated && allocated != global && !input)
+    release(allocated);
   return true;
 }
 

@@ -11,6 +11,7 @@
 
 #include "spmdc/Runner/Runner.h"
 
+#include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
 #include "spmdc/InitAll.h"
 #include "spmdc/Interpreter/Interpreter.h"
 #include "spmdc/Module/ModuleFile.h"
@@ -33,6 +34,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
@@ -82,7 +84,7 @@ class Run {
 public:
   Run(const RunOptions &options, int argc, char **argv)
       : options(options), argc(argc), argv(argv), context(allDialects()),
-        inputs(options.seed) {
+        inputs(options.seed), evalInputs(options.seed) {
     context.loadAllAvailableDialects();
   }
   ~Run() {
@@ -120,6 +122,12 @@ private:
   std::optional<int> checkpoint(int step);
   /// One step on all local ranks.
   FailureOr<RankValues> runStep();
+  /// --eval-dataset: the step's loss alone (@eval) and the held-out
+  /// dataset that feeds its data inputs.
+  std::optional<int> openEvaluation();
+  /// The mean loss of the first --eval-batches batches of --eval-dataset,
+  /// on the current parameters; failure with `errorMessage` set.
+  FailureOr<double> evaluate();
   /// fail(), for an error this rank may meet alone (a bad token id in its
   /// slice of a batch): a rank other than 0 says it too, naming itself.
   int failOnThisRank(const std::string &message);
@@ -160,6 +168,12 @@ private:
   std::vector<std::pair<size_t, size_t>> feedback;
   /// The arguments --dataset gives a new batch every step.
   std::vector<size_t> datasetArguments;
+  /// --eval-dataset: its batches' inputs, the step's arguments @eval takes
+  /// and those of them the held-out dataset gives, and (for the
+  /// interpreter) @eval itself.
+  InputBuilder evalInputs;
+  std::vector<size_t> evalArguments, evalDataArguments;
+  func::FuncOp evalFunction;
   std::optional<size_t> lossIndex;
   RankValues lastOutputs;
   /// The `lr` argument and its schedule; the other hyperparameters, fed
@@ -205,7 +219,8 @@ int Run::run() {
   if (!options.trace.empty())
     rt::trace::enable();
   for (auto phase : {&Run::openCompiledStep, &Run::buildInputs,
-                     &Run::matchFeedback, &Run::runSteps, &Run::save})
+                     &Run::openEvaluation, &Run::matchFeedback,
+                     &Run::runSteps, &Run::save})
     if (std::optional<int> stop = (this->*phase)())
       return *stop;
   // Each rank writes its events; once all have (the barrier of
@@ -546,6 +561,111 @@ FailureOr<RankValues> Run::runStep() {
   return results;
 }
 
+std::optional<int> Run::openEvaluation() {
+  if (options.evalDataset.empty())
+    return std::nullopt;
+  if (!lossIndex && llvm::none_of(signature.results,
+                                  [](const tg::GraphValueInfo &info) {
+                                    return info.role == tg::Role::loss;
+                                  }))
+    return fail("--eval-dataset: the step has no loss to evaluate");
+  // The step's loss alone: a module carries it (spmdc puts it there);
+  // IR gets it here, as spmdc would.
+  std::vector<std::string> names;
+  if (moduleFile) {
+    if (moduleFile->evalEntry.empty())
+      return fail(options.input +
+                  ": the module carries no eval program (@eval) for "
+                  "--eval-dataset; compile it again with this spmdc");
+    evalArguments = moduleFile->evalArguments;
+  } else {
+    evalFunction = module->lookupSymbol<func::FuncOp>("eval");
+    if (!evalFunction) {
+      PassManager pm(&context);
+      pm.addPass(tg::createTgEvalEntry());
+      if (failed(pm.run(*module)))
+        return fail("--eval-dataset: cannot make the step's loss alone");
+      evalFunction = module->lookupSymbol<func::FuncOp>("eval");
+    }
+    for (const tg::GraphValueInfo &info : tg::getArgumentInfos(evalFunction)) {
+      auto same = llvm::find_if(signature.arguments,
+                                [&](const tg::GraphValueInfo &a) {
+                                  return a.name == info.name &&
+                                         a.role == info.role;
+                                });
+      if (same == signature.arguments.end())
+        return fail("@eval's argument '" + info.name +
+                    "' is none of the step's");
+      evalArguments.push_back(same - signature.arguments.begin());
+    }
+  }
+  // The held-out dataset feeds every data input the loss reads, batch by
+  // batch from the first, in order.
+  DatasetOptions datasetOptions{options.evalDataset, options.datasetDtype,
+                                /*shuffle=*/false, options.seed};
+  std::vector<tg::GraphValueInfo> logical = signature.arguments;
+  for (size_t i = 0; i < logical.size(); ++i)
+    logical[i].type = signature.argumentShardings[i].logicalType;
+  evalInputs.dataset = Dataset::open(datasetOptions, logical, errorMessage);
+  if (!evalInputs.dataset)
+    return fail("--eval-dataset: " + errorMessage);
+  for (size_t i : evalArguments) {
+    if (logical[i].role != tg::Role::data)
+      continue;
+    if (!evalInputs.dataset->feeds(logical[i].name))
+      return fail("--eval-dataset " + options.evalDataset +
+                  " does not give the data input '" + logical[i].name +
+                  "' that the loss reads");
+    evalDataArguments.push_back(i);
+  }
+  spdlog::info("eval dataset {}", evalInputs.dataset->summary());
+  return std::nullopt;
+}
+
+FailureOr<double> Run::evaluate() {
+  Gatherer gather(signature.mesh, underMpi, options.f64);
+  size_t loss = *lossIndex;
+  RankValues batch(localRanks.size(),
+                   std::vector<Tensor>(signature.arguments.size()));
+  double sum = 0;
+  for (int b = 0; b < options.evalBatches; ++b) {
+    evalInputs.batch = b;
+    if (!rescatterArguments(signature, evalDataArguments, localRanks,
+                            evalInputs, options.f64, /*compiled=*/nullptr,
+                            batch, errorMessage))
+      return failure();
+    RankValues losses(localRanks.size());
+    if (compiled) {
+      std::vector<std::pair<size_t, Tensor>> given;
+      for (size_t i : evalDataArguments)
+        given.emplace_back(i, std::move(batch[0][i]));
+      losses[0].resize(1);
+      if (!compiled->evaluate(given, losses[0][0], errorMessage))
+        return failure();
+    } else {
+      RankValues evalArgs(localRanks.size());
+      for (size_t k = 0; k < localRanks.size(); ++k)
+        for (size_t i : evalArguments)
+          evalArgs[k].push_back(llvm::is_contained(evalDataArguments, i)
+                                    ? batch[k][i]
+                                    : args[k][i]);
+      interp::InterpreterOptions interpreterOptions;
+      interpreterOptions.f64 = options.f64;
+      FailureOr<RankValues> results = interp::runFunctionSPMD(
+          evalFunction, evalArgs, signature.mesh, interpreterOptions);
+      if (failed(results)) {
+        errorMessage = "the eval program failed";
+        return failure();
+      }
+      losses = std::move(*results);
+    }
+    sum += gather.logical(losses, 0, signature.resultShardings[loss],
+                          "the eval loss")
+               .data.front();
+  }
+  return sum / options.evalBatches;
+}
+
 int Run::failOnThisRank(const std::string &message) {
   if (!underMpi || localRanks.front() == 0)
     return fail(message);
@@ -714,12 +834,33 @@ std::optional<int> Run::runSteps() {
         std::printf("step %d loss %.9g\n", step, *lossValue);
     }
     std::fflush(stdout);
+    for (size_t k = 0; k < localRanks.size(); ++k)
+      for (auto [r, a] : feedback)
+        // A compiled step keeps them in its buffers; release the copies.
+        args[k][a] = compiled ? Tensor() : (*results)[k][r];
+    std::optional<double> evalLoss;
+    if (!options.evalDataset.empty() &&
+        ((options.evalEvery > 0 && step % options.evalEvery == 0) ||
+         step == options.steps)) {
+      FailureOr<double> mean = evaluate();
+      if (failed(mean))
+        return failOnThisRank("the evaluation after step " +
+                              std::to_string(step) + ": " + errorMessage);
+      evalLoss = *mean;
+      if (printing)
+        std::fprintf(stderr, "spmd-run: eval after step %d: loss %.6f (%d "
+                             "batches of %s)\n",
+                     step, *evalLoss, options.evalBatches,
+                     options.evalDataset.c_str());
+    }
     totalMs += ms;
     double rate = ms > 0 ? items / (ms / 1000) : 0;
     if (metrics) {
       std::fprintf(metrics, "{\"step\": %d", step);
       if (lossValue)
         std::fprintf(metrics, ", \"loss\": %.9g", *lossValue);
+      if (evalLoss)
+        std::fprintf(metrics, ", \"eval_loss\": %.9g", *evalLoss);
       // Digits enough to read back the double fed to the step.
       if (lr)
         std::fprintf(metrics, ", \"lr\": %s", shortestDecimal(*lr).c_str());
@@ -738,10 +879,6 @@ std::optional<int> Run::runSteps() {
           step, options.steps, loss.c_str(), lrText, ms, rate, itemName,
           duration(ms * (options.steps - step) / 1000).c_str());
     }
-    for (size_t k = 0; k < localRanks.size(); ++k)
-      for (auto [r, a] : feedback)
-        // A compiled step keeps them in its buffers; release the copies.
-        args[k][a] = compiled ? Tensor() : (*results)[k][r];
     lastOutputs = std::move(*results);
     if (std::optional<int> stop = checkpoint(step))
       return *stop;

@@ -26,16 +26,17 @@ using namespace mlir;
 namespace spmdc {
 namespace {
 
-/// `void spmd_step_main(void **args)`: loads each argument of `entry` from
-/// the pointer args[i], calls it, and stores its result through
-/// args[numArgs], as ExecutionEngine's packed wrappers do.
-void addPackedEntry(llvm::Module &module, llvm::Function &entry) {
+/// `void <name>(void **args)`: loads each argument of `entry` from the
+/// pointer args[i], calls it, and stores its result through args[numArgs],
+/// as ExecutionEngine's packed wrappers do.
+void addPackedEntry(llvm::Module &module, llvm::Function &entry,
+                    llvm::StringRef name) {
   llvm::LLVMContext &context = module.getContext();
   auto *ptr = llvm::PointerType::getUnqual(context);
   auto *type =
       llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr}, false);
   auto *wrapper = llvm::Function::Create(
-      type, llvm::GlobalValue::ExternalLinkage, "spmd_step_main", module);
+      type, llvm::GlobalValue::ExternalLinkage, name, module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", wrapper));
   llvm::Value *args = wrapper->getArg(0);
   llvm::SmallVector<llvm::Value *> values;
@@ -181,7 +182,14 @@ FailureOr<NativeObject> compileToObject(ModuleOp module,
   if (!entry || entry->isDeclaration())
     return module.emitError("--aot: no entry function '")
            << options.entry << "'";
-  addPackedEntry(*llvmModule, *entry);
+  addPackedEntry(*llvmModule, *entry, "spmd_step_main");
+  if (!options.evalEntry.empty()) {
+    llvm::Function *eval = llvmModule->getFunction(options.evalEntry);
+    if (!eval || eval->isDeclaration())
+      return module.emitError("--aot: no eval function '")
+             << options.evalEntry << "'";
+    addPackedEntry(*llvmModule, *eval, "spmd_step_eval");
+  }
   addStructorCaller(*llvmModule, "llvm.global_ctors", "spmd_step_init",
                     /*reverse=*/false);
   addStructorCaller(*llvmModule, "llvm.global_dtors", "spmd_step_fini",

@@ -64,6 +64,20 @@ std::optional<int> parseRunOptions(int argc, char **argv,
                "draw --dataset batches at random from --seed: random "
                "windows of a token file, a permutation a pass of samples")
       ->needs(dataset);
+  CLI::Option *evalDataset = app.add_option(
+      "--eval-dataset", options.evalDataset,
+      "a held-out dataset (the formats of --dataset, --dataset-dtype "
+      "applies): the mean loss of its first --eval-batches batches, by the "
+      "forward alone, after every --eval-every steps and the last");
+  app.add_option("--eval-every", options.evalEvery,
+                 "steps between evaluations (default: only after the last)")
+      ->check(stepsAtLeast(1))
+      ->needs(evalDataset);
+  app.add_option("--eval-batches", options.evalBatches,
+                 "batches of --eval-dataset an evaluation averages "
+                 "(default 8)")
+      ->check(stepsAtLeast(1))
+      ->needs(evalDataset);
   app.add_option("--seed", options.seed,
                  "seed of the deterministic values of tensors not in a file, "
                  "and of --shuffle");

@@ -9,6 +9,7 @@
 #include "DriverOptions.h"
 
 #include "spmdc/Import/Import.h"
+#include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
 #include "spmdc/InitAll.h"
 #include "spmdc/Module/ModuleFile.h"
 #include "spmdc/Module/ModuleSignature.h"
@@ -406,7 +407,16 @@ int main(int argc, char **argv) {
   };
 
   std::optional<spmdc::ModuleFile> moduleFile;
+  // The lowered program carries the loss alone as @eval, for spmd-run
+  // --eval-dataset; added after the report, which is of the step.
+  if (lowers)
+    if (int rc = runPasses([&](PassManager &pm) {
+          pm.addPass(spmdc::tg::createTgEvalEntry());
+          return success();
+        }))
+      return rc;
   if (pipeline.emit == spmdc::Stage::Module) {
+    TimingScope signatureTiming = rootTiming.nest("Signature");
     FailureOr<spmdc::ModuleFile> signature = spmdc::moduleSignature(*module);
     if (failed(signature))
       return 1;
@@ -431,9 +441,12 @@ int main(int argc, char **argv) {
     fixUseListOrders(*module);
     if (failed(writeBytecodeToFile(*module, program)))
       return 1;
+    bytecodeTiming.stop();
     if (options.aot) {
+      TimingScope nativeTiming = rootTiming.nest("NativeCode");
       spmdc::NativeCodeOptions native;
       native.entry = moduleFile->entry;
+      native.evalEntry = moduleFile->evalEntry;
       native.cpu = options.aotCpu;
       native.optLevel = options.aotOptLevel;
       FailureOr<spmdc::NativeObject> object =

@@ -483,10 +483,11 @@ def WideInterfacesThroughMemory
     operands right after they are made into a stack struct of its own and
     loads result fields where they are used. A private function is then
     erased; another public one keeps its signature as a call of its body.
-    The function named `entry` is rewritten in place, without such a
-    wrapper: spmd-run calls the step's entry as `void main(ptr arguments,
-    ptr results)`, with its former arguments (memref descriptors) and
-    result as arrays of 8-byte words (docs/module.md).
+    The functions named by `entry` (a list) are rewritten in place, without
+    such a wrapper: spmd-run calls the step's entry as `void main(ptr
+    arguments, ptr results)`, with its former arguments (memref
+    descriptors) and result as arrays of 8-byte words, and `@eval` the same
+    way (docs/module.md).
 
     Before:
     ```mlir
@@ -504,8 +505,9 @@ def WideInterfacesThroughMemory
     Option<"scalars", "scalars", "int64_t", /*default=*/"32",
            "scalars in the arguments or the result above which a function "
            "passes them through memory">,
-    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
-           "the public function rewritten in place (spmd-run's entry)">,
+    ListOption<"entries", "entry", "std::string",
+               "the public functions rewritten in place (spmd-run's entries: "
+               "the step, and its @eval)">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

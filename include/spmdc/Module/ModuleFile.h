@@ -62,6 +62,11 @@ struct ModuleFile {
   std::vector<std::string> meshAxes;
   std::vector<int64_t> meshShape;
   std::vector<ModuleValue> arguments, results;
+  /// The forward-only program (the loss alone) spmd-run --eval-dataset
+  /// runs: its entry function in the program (empty: none) and its
+  /// arguments, as indices into `arguments`; its one result is the loss.
+  std::string evalEntry;
+  std::vector<size_t> evalArguments;
   /// Persistent buffers the step only reads (its constants), logical, whose
   /// values are in the weights section: --save-params writes them.
   std::vector<ModuleValue> constantBuffers;

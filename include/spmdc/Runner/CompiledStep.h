@@ -78,6 +78,17 @@ public:
   /// set on failure.
   bool run(std::vector<interp::Tensor> &results, std::string &error);
 
+  /// Whether the module carries its loss alone (@eval, spmd-run
+  /// --eval-dataset).
+  bool hasEval() const { return !file.evalEntry.empty(); }
+
+  /// Runs the loss alone (@eval) on the step's current arguments, except
+  /// those `given` holds (argument index and value: a held-out batch's
+  /// data inputs), which leave the step's own untouched; this rank's loss
+  /// in `loss`. False with `error` set.
+  bool evaluate(const std::vector<std::pair<size_t, interp::Tensor>> &given,
+                interp::Tensor &loss, std::string &error);
+
   /// What runs the step, for logs: "cpu" or the GPU's name.
   std::string device() const;
 
@@ -99,6 +110,8 @@ private:
     char *aligned = nullptr;   // where the data starts
   };
   std::vector<Buffer> arguments;
+  /// The buffers of evaluate()'s given arguments, kept between calls.
+  std::vector<Buffer> evalArguments;
   std::vector<std::optional<size_t>> residentFrom;
   /// Declared before the engine, so the engine (whose static destructors
   /// unload kernel modules) goes first.
@@ -108,6 +121,7 @@ private:
   /// and its destructors.
   std::unique_ptr<llvm::orc::LLJIT> native;
   void (*nativeMain)(void **) = nullptr;
+  void (*nativeEval)(void **) = nullptr;
   void (*nativeFini)() = nullptr;
   /// Where to keep the JIT's object after the first step (empty: nowhere;
   /// see nativeCachePath).

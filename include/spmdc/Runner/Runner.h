@@ -31,6 +31,12 @@ struct RunOptions {
   /// none. `datasetDtype`: "u16", "u32" or empty (by the file's suffix).
   std::string dataset;
   std::string datasetDtype;
+  /// A held-out dataset (same formats) whose first `evalBatches` batches
+  /// the step's loss alone is measured on (the module's @eval), after
+  /// every `evalEvery` steps (0: only after the last); empty: none.
+  std::string evalDataset;
+  int evalEvery = 0;
+  int evalBatches = 8;
   /// Draw the dataset's batches at random from `seed`.
   bool shuffle = false;
   /// Seed of the deterministic values of tensors no file gives, and of

@@ -12,6 +12,8 @@
 //                                   to its arguments and its results
 //                                   (ExecutionEngine's invokePacked
 //                                   convention)
+//   void spmd_step_eval(void **);   the loss alone (@eval), packed the
+//                                   same way, where the program has one
 //   void spmd_step_fini(void);      the module's destructors
 //
 //===----------------------------------------------------------------------===//
@@ -38,8 +40,9 @@ struct NativeObject {
 };
 
 struct NativeCodeOptions {
-  /// The entry function of the step.
+  /// The entry function of the step, and of its loss alone (empty: none).
   std::string entry = "main";
+  std::string evalEntry;
   /// An LLVM CPU name, or "native": this machine's CPU and features.
   std::string cpu = "native";
   /// Codegen level 0-3; 2 and 3 also run LLVM's IR optimizations (as

@@ -162,7 +162,7 @@ struct WideInterfacesThroughMemoryPass
     auto memoryType = LLVM::LLVMFunctionType::get(
         LLVM::LLVMVoidType::get(context), {ptr, ptr});
 
-    bool inPlace = function.getSymName() == entry;
+    bool inPlace = isEntry(function);
     LLVM::LLVMFuncOp body = function;
     if (inPlace) {
       function.setFunctionType(memoryType);
@@ -290,6 +290,10 @@ struct WideInterfacesThroughMemoryPass
     call.erase();
   }
 
+  bool isEntry(LLVM::LLVMFuncOp function) const {
+    return llvm::is_contained(entries, function.getSymName());
+  }
+
   /// The entry's arguments and results become structs that spmd-run fills
   /// as arrays of 8-byte words: every scalar must be one.
   bool checkEntry(LLVM::LLVMFuncOp function) const {
@@ -307,7 +311,7 @@ struct WideInterfacesThroughMemoryPass
         wordsOnly(type.getReturnType()))
       return true;
     function.emitError("wide-interfaces-through-memory: the entry '")
-        << entry << "' has an argument or result scalar that is not 8 bytes";
+        << function.getSymName() << "' has an argument or result scalar that is not 8 bytes";
     return false;
   }
 
@@ -321,7 +325,7 @@ struct WideInterfacesThroughMemoryPass
     SymbolTable symbols(module);
     SmallVector<LLVM::LLVMFuncOp> wide;
     for (auto function : module.getOps<LLVM::LLVMFuncOp>())
-      if (isWide(function) || function.getSymName() == entry)
+      if (isWide(function) || isEntry(function))
         wide.push_back(function);
     // Every symbol use in the module, in one walk: asking for each wide
     // function's uses walked the module once a function (a tenth of GPT-2
@@ -347,7 +351,7 @@ struct WideInterfacesThroughMemoryPass
       }
       if (!onlyCalls)
         continue;
-      if (function.getSymName() == entry && !checkEntry(function))
+      if (isEntry(function) && !checkEntry(function))
         return signalPassFailure();
       LLVM::LLVMFuncOp body = moveBody(function, symbols);
       for (LLVM::CallOp call : calls)

@@ -195,6 +195,31 @@ def TgPartition : Pass<"tg-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
 }
 
+def TgEvalEntry : Pass<"tg-eval-entry", "::mlir::ModuleOp"> {
+  let summary = "Add @eval: the step's loss alone, without backward or update";
+  let description = [{
+    `spmd-run --eval-dataset` measures the loss on held-out batches without
+    training on them. The module carries that program as a public `@eval`:
+    a copy of `@main` that returns only the `loss` result, with everything
+    the loss does not need removed (the call of `@backward`, the update)
+    and the arguments it does not read dropped. What `@main` computes for
+    the forward stays: the call of `@forward` itself, and on a sharded step
+    the gathers and reductions around it, so `@eval` runs on the same
+    shards as the step. A graph without a loss gets no `@eval`.
+
+    After (shape):
+    ```mlir
+    func.func @eval(%x: tensor<8x4xf32> {tg.name = "x", tg.role = #tg.role<data>},
+                    %w: tensor<4x2xf32> {tg.name = "w", tg.role = #tg.role<param>})
+        -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
+      %f:3 = call @forward(%x, %w) : (...) -> (tensor<f32>, ...)
+      return %f#0 : tensor<f32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
+}
+
 def TgMixedPrecision : Pass<"tg-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Run f32 matmuls in bf16, keeping f32 weights, reductions and updates";
   let description = [{
