@@ -87,10 +87,11 @@ bool firstHolder(int64_t rank, const dist::TensorSharding &sharding,
   return mesh.rankAt(coords) == rank;
 }
 
-/// The leading `sizes` of `local` (a rank's chunk, which may reach into a
-/// padded dim's padding), row-major.
-std::vector<double> leadingBlock(const Tensor &local,
-                                 llvm::ArrayRef<int64_t> sizes) {
+/// The box of `sizes` at `from` of `local` (a rank's tensor: a piece of it
+/// where a dim is in parts, a chunk that may reach into a padded dim's
+/// padding), row-major.
+std::vector<double> boxOf(const Tensor &local, llvm::ArrayRef<int64_t> from,
+                          llvm::ArrayRef<int64_t> sizes) {
   int64_t count = 1;
   for (int64_t size : sizes)
     count *= size;
@@ -100,10 +101,10 @@ std::vector<double> leadingBlock(const Tensor &local,
   std::vector<int64_t> strides = interp::stridesOf(local.shape);
   std::vector<int64_t> index(sizes.size(), 0);
   for (int64_t i = 0; i < count; ++i) {
-    int64_t from = 0;
+    int64_t at = 0;
     for (size_t d = 0; d < index.size(); ++d)
-      from += index[d] * strides[d];
-    out[i] = local.data[from];
+      at += (from[d] + index[d]) * strides[d];
+    out[i] = local.data[at];
     for (int d = static_cast<int>(index.size()) - 1; d >= 0; --d) {
       if (++index[d] < sizes[d])
         break;
@@ -111,6 +112,36 @@ std::vector<double> leadingBlock(const Tensor &local,
     }
   }
   return out;
+}
+
+/// One block a rank stores of a tensor: a piece of the logical tensor it
+/// holds, under `key` in its shard file.
+struct StoredPiece {
+  std::string key;
+  dist::TensorSharding::Piece piece;
+};
+
+/// The blocks `rank` stores of the argument of `info` sharded as
+/// `sharded`: none unless it is the first rank holding its block; else its
+/// block, or for a tensor in parts each of its pieces (keyed
+/// `<role>/<name>#<j>`), leaving out any empty one (a chunk wholly in a
+/// padded dim's padding). The stored blocks of every rank tile the logical
+/// tensor, whatever its layout.
+std::vector<StoredPiece> storedPieces(int64_t rank,
+                                      const tg::GraphValueInfo &info,
+                                      const Sharded &sharded,
+                                      const dist::Mesh &mesh) {
+  std::vector<StoredPiece> stored;
+  if (!firstHolder(rank, sharded.sharding, mesh))
+    return stored;
+  llvm::SmallVector<dist::TensorSharding::Piece> pieces =
+      sharded.sharding.piecesOf(rank, sharded.logicalType.getShape(), mesh);
+  std::string key = keyOf(roleName(info), info.name);
+  for (auto [j, piece] : llvm::enumerate(pieces))
+    if (!llvm::is_contained(piece.sizes, 0))
+      stored.push_back(
+          {pieces.size() == 1 ? key : key + "#" + std::to_string(j), piece});
+  return stored;
 }
 
 /// Whether every rank of the job is `ok`, and which is the first that is
@@ -248,19 +279,16 @@ bool CheckpointWriter::write(const CheckpointProgress &progress,
     for (size_t a : indices) {
       const tg::GraphValueInfo &info = signature.arguments[a];
       const Sharded &sharded = signature.argumentShardings[a];
-      llvm::SmallVector<int64_t> offsets, sizes;
-      sharded.sharding.blockOf(rank, sharded.logicalType.getShape(), mesh,
-                               offsets, sizes);
-      if (!firstHolder(rank, sharded.sharding, mesh) ||
-          llvm::is_contained(sizes, 0))
-        continue;
       Type element = info.type.getElementType();
       rt::DType dtype =
           f64 && isa<FloatType>(element) ? rt::DType::F64 : *dtypeOf(element);
-      tensors.push_back({keyOf(roleName(info), info.name),
-                         dtype,
-                         {sizes.begin(), sizes.end()},
-                         leadingBlock(values[k][a], sizes)});
+      for (const StoredPiece &stored : storedPieces(rank, info, sharded, mesh))
+        tensors.push_back(
+            {stored.key,
+             dtype,
+             {stored.piece.sizes.begin(), stored.piece.sizes.end()},
+             boxOf(values[k][a], stored.piece.localOffsets,
+                   stored.piece.sizes)});
     }
     if (rank == 0)
       for (const rt::NamedTensor &buffer : buffers)
@@ -319,6 +347,7 @@ bool CheckpointWriter::write(const CheckpointProgress &progress,
       const rt::TensorInfo *stored = reader->find(key);
       return llvm::json::Object{
           {"file", file},
+          {"key", key},
           {"offsets", jsonShape(offsets)},
           {"sizes", jsonShape(sizes)},
           {"dtype", rt::dtypeName(stored->dtype)},
@@ -332,14 +361,11 @@ bool CheckpointWriter::write(const CheckpointProgress &progress,
       const Sharded &sharded = signature.argumentShardings[a];
       std::string key = keyOf(roleName(info), info.name);
       llvm::json::Array blocks;
-      for (int64_t rank = 0; rank < mesh.numRanks(); ++rank) {
-        llvm::SmallVector<int64_t> offsets, sizes;
-        sharded.sharding.blockOf(rank, sharded.logicalType.getShape(), mesh,
-                                 offsets, sizes);
-        if (firstHolder(rank, sharded.sharding, mesh) &&
-            !llvm::is_contained(sizes, 0))
-          blocks.push_back(blockOf(rankFileName(rank), key, offsets, sizes));
-      }
+      for (int64_t rank = 0; rank < mesh.numRanks(); ++rank)
+        for (const StoredPiece &stored :
+             storedPieces(rank, info, sharded, mesh))
+          blocks.push_back(blockOf(rankFileName(rank), stored.key,
+                                   stored.piece.offsets, stored.piece.sizes));
       llvm::json::Array aliases;
       for (const std::string &alias : info.aliases)
         aliases.push_back(alias);

@@ -2,9 +2,10 @@
 //
 // spmd-run --checkpoint-dir D --checkpoint-every N writes, every N steps,
 // each rank's blocks of the parameters and optimizer state (every argument
-// a result feeds back) to D/step-NNNNNN/rank-R.safetensors, then one
-// index.json that says which file holds which block of each logical tensor
-// (byte ranges included), the step, the dataset position and the seed, and
+// a result feeds back) to D/step-NNNNNN/rank-R.safetensors (a tensor with a
+// dim in parts, several blocks a rank: one per piece), then one index.json
+// that says which file holds which block of each logical tensor (byte
+// ranges included), the step, the dataset position and the seed, and
 // last points D/latest at the folder. Every file is written whole or not at
 // all, and a folder gets its final name only once its index is complete, so
 // a crash mid-write leaves the last good checkpoint as it was.

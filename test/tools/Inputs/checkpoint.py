@@ -6,6 +6,9 @@
       fields, and each tensor's blocks tile it exactly, each where the
       index says in its shard file (the file's own safetensors header
       agrees: key, dtype, shape, byte range). Prints one summary line.
+  checkpoint.py blocks DIR KEY
+      Prints the blocks of tensor KEY (e.g. param/wte.weight) of DIR's last
+      good checkpoint, one a line: "FILE KEY offsets [..] sizes [..]".
 """
 import json
 import os
@@ -19,9 +22,18 @@ def header(path):
         return 8 + n, json.loads(f.read(n))
 
 
-def check(directory):
+def load(directory):
     folder = open(os.path.join(directory, "latest")).read().strip()
-    index = json.load(open(os.path.join(directory, folder, "index.json")))
+    return folder, json.load(open(os.path.join(directory, folder, "index.json")))
+
+
+def disjoint(a, b):
+    return any(ao + asz <= bo or bo + bsz <= ao for ao, asz, bo, bsz in
+               zip(a["offsets"], a["sizes"], b["offsets"], b["sizes"]))
+
+
+def check(directory):
+    folder, index = load(directory)
     assert index["format"] == "spmdc-checkpoint" and index["version"] == 1, index
     assert folder == "step-%06d" % index["step"], (folder, index["step"])
     assert len(index["module"]) == 16, index["module"]
@@ -42,9 +54,12 @@ def check(directory):
         for size in tensor["shape"]:
             count *= size
         covered = 0
-        for block in tensor["blocks"]:
+        for i, block in enumerate(tensor["blocks"]):
             start, entries = headers[block["file"]]
-            entry = entries[key]
+            # A tensor with a dim in parts: one block a piece, keyed KEY#j.
+            assert block["key"] == key or \
+                block["key"].startswith(key + "#"), (key, block)
+            entry = entries[block["key"]]
             assert entry["shape"] == block["sizes"], (key, entry, block)
             assert entry["dtype"] == block["dtype"], (key, entry, block)
             begin, end = entry["data_offsets"]
@@ -56,11 +71,22 @@ def check(directory):
             for size in block["sizes"]:
                 n *= size
             covered += n
+            assert all(disjoint(block, other)
+                       for other in tensor["blocks"][:i]), (key, block)
         assert covered == count, (key, covered, count)
     print("index ok: step %d, %d tensors in %d files" %
           (index["step"], len(index["tensors"]), len(index["files"])))
 
 
+def blocks(directory, key):
+    for block in load(directory)[1]["tensors"][key]["blocks"]:
+        print(block["file"], block["key"], "offsets", block["offsets"],
+              "sizes", block["sizes"])
+
+
 if __name__ == "__main__":
-    assert sys.argv[1] == "check", sys.argv
-    check(sys.argv[2])
+    if sys.argv[1] == "check":
+        check(sys.argv[2])
+    else:
+        assert sys.argv[1] == "blocks", sys.argv
+        blocks(sys.argv[2], sys.argv[3])
