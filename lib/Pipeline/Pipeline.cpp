@@ -262,6 +262,11 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     tg::TgPartitionOptions partition;
     partition.policy = options.partition;
     pm.addPass(tg::createTgPartition(partition));
+    if (options.gradAccum > 1) {
+      tg::TgAccumulateGradientsOptions accumulate;
+      accumulate.microBatches = options.gradAccum;
+      pm.addPass(tg::createTgAccumulateGradients(accumulate));
+    }
   }
   if (options.emit >= Stage::Propagate && options.spec)
     dist::addShardPasses(pm, *options.spec,

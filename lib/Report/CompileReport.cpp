@@ -191,13 +191,17 @@ std::string buildCompileReport(ModuleOp module, double compileMs) {
   }
 
   json partition = nullptr;
-  if (auto stats = module->getAttrOfType<DictionaryAttr>("tg.partition"))
+  if (auto stats = module->getAttrOfType<DictionaryAttr>("tg.partition")) {
     partition = {
         {"policy", stats.getAs<StringAttr>("policy").str()},
         {"saved_activation_bytes",
          stats.getAs<IntegerAttr>("saved_activation_bytes").getInt()},
         {"save_all_activation_bytes",
          stats.getAs<IntegerAttr>("save_all_activation_bytes").getInt()}};
+    // --grad-accum: the activation figures are one micro-batch's.
+    if (auto micro = stats.getAs<IntegerAttr>("micro_batches"))
+      partition["micro_batches"] = micro.getInt();
+  }
 
   json axes = json::array(), shape = json::array();
   for (const std::string &a : mesh->axes)

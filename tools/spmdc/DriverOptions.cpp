@@ -103,6 +103,12 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
                      "gradients' global L2 norm may be), got '" +
                          v + "'";
       });
+  app.add_option("--grad-accum", options.gradAccum,
+                 "one optimizer step over K micro-batches: the data inputs "
+                 "grow K times along their batch (dim 0), the forward and "
+                 "backward run once a micro-batch, the gradients are "
+                 "averaged and reduced once a step (default 1)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   app.add_option("--report", options.report, "compile report JSON file");
   std::string network;
   app.add_option("--network", network,

@@ -40,6 +40,8 @@ struct DriverOptions {
   std::optional<tg::OptimizerKind> optimizer;
   std::optional<double> lr, momentum, weightDecay, beta1, beta2, eps;
   std::optional<double> clipGradNorm;
+  /// --grad-accum: micro-batches an optimizer step.
+  int64_t gradAccum = 1;
   std::string report;
   /// --network: the simulated cluster of the report's network estimate
   /// (over the spec's "network", key by key).

@@ -218,6 +218,7 @@ int main(int argc, char **argv) {
   pipeline.partition = options.partition;
   pipeline.fsdpGroup = options.fsdpGroup;
   pipeline.bucketMiB = options.bucketMiB;
+  pipeline.gradAccum = options.gradAccum;
   pipeline.lowering = options.lowering;
   bool cuda = options.lowering.target == spmdc::Target::Cuda;
   if (cuda && pipeline.emit >= spmdc::Stage::Lower && failed(findLibdevice()))

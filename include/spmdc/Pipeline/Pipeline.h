@@ -46,6 +46,8 @@ struct PipelineOptions {
   Stage emit = Stage::Module;
   OptimizerOptions optimizer;
   tg::PartitionPolicy partition = tg::PartitionPolicy::MinCut;
+  /// Micro-batches an optimizer step (spmdc --grad-accum); 1: none.
+  int64_t gradAccum = 1;
   dist::FsdpGroup fsdpGroup = dist::FsdpGroup::layer();
   /// The gradient collectives' bucket size in MiB (DDP's, ZeRO-1/2's); 0:
   /// one collective per tensor.

@@ -195,6 +195,36 @@ def TgPartition : Pass<"tg-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
 }
 
+def TgAccumulateGradients : Pass<"tg-accumulate-gradients", "::mlir::ModuleOp"> {
+  let summary = "One optimizer step over K micro-batches (spmdc --grad-accum K)";
+  let description = [{
+    Runs after `--tg-partition`, on the step of one micro-batch. Each data
+    input grows K times along dim 0 (its batch: every data input must
+    have the same one), and the step runs the forward and the backward
+    once a micro-batch, one after the other, so only one micro-batch's
+    activations are alive at a time. Micro-batch k is the rows `b K + k`
+    of the K-times batch (a reshape to `[B, K, ...]` and a slice of dim 1),
+    so a data input split over its batch stays split: each rank runs its
+    own rows of every micro-batch. The gradients (and the loss) are the
+    mean over the micro-batches, as nanoGPT's `loss / K` makes them, and
+    the optimizer update runs once on them: for a loss that is a mean over
+    the batch this is one step on the K-times batch. The calls of
+    `@forward` and `@backward` are inlined into `@main`, so that the shard
+    stage keeps each micro-batch's gradient a partial sum and reduces the
+    mean once a step, not once a micro-batch.
+
+    Refused: data inputs of different batch sizes or of rank 0, and a
+    result other than the loss, a gradient, a parameter or optimizer state
+    computed from the data (model state such as batch-norm statistics).
+    The module gets `micro_batches = K` in its `tg.partition` attribute.
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "micro-batches a step (1: the step as it is)">,
+  ];
+  let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
+}
+
 def TgEvalEntry : Pass<"tg-eval-entry", "::mlir::ModuleOp"> {
   let summary = "Add @eval: the step's loss alone, without backward or update";
   let description = [{
