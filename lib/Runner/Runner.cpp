@@ -30,6 +30,7 @@
 #endif
 #include "spmdc/Runtime/SafeTensors.h"
 #include "spmdc/Runtime/Trace.h"
+#include "spmdc/Support/Bytes.h"
 #include "spmdc/Support/Diagnostics.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -50,6 +51,9 @@
 #include <cstring>
 #include <stdexcept>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -456,7 +460,77 @@ std::optional<int> Run::openCompiledStep() {
   return std::nullopt;
 }
 
+/// The most memory this process has held resident, in MiB.
+static double peakResidentMiB() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return static_cast<double>(usage.ru_maxrss) / 1024; // ru_maxrss is in KiB
+}
+
+/// Starts the kernel's count of the most memory resident (VmHWM) afresh, so
+/// that the steps' peak is told apart from the setup's; false where the
+/// kernel does not offer it.
+static bool resetPeakResident() {
+  std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f)
+    return false;
+  bool written = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && written;
+}
+
+/// The most memory resident since resetPeakResident, in MiB (0: unknown).
+static double peakResidentSinceResetMiB() {
+  double kib = 0;
+  if (std::FILE *f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1)
+        break;
+    std::fclose(f);
+  }
+  return kib / 1024;
+}
+
+/// The memory this process holds resident now, in MiB.
+static double residentMiB() {
+  long pages = 0, resident = 0;
+  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
+      resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * sysconf(_SC_PAGESIZE) / (1 << 20);
+}
+
+/// What malloc has taken from the kernel (its arenas and mmapped blocks)
+/// and how much of that is in use, in MiB; {0, 0} off glibc. With the
+/// step's heap policy (spmd_keep_freed_memory) the heap never shrinks, so
+/// the first is its highest since then.
+static std::pair<double, double> heapMiB() {
+#if defined(__GLIBC__)
+  struct mallinfo2 info = mallinfo2();
+  return {static_cast<double>(info.arena + info.hblkhd) / (1 << 20),
+          static_cast<double>(info.uordblks + info.hblkhd) / (1 << 20)};
+#else
+  return {0, 0};
+#endif
+}
+
+/// "rank 1: <what> 850.2 MiB (heap 620.0 MiB, 400.1 MiB of it in use)".
+static void logResident(int64_t rank, const char *what, double mib) {
+  auto [heap, used] = heapMiB();
+  spdlog::info("rank {}: {} {:.1f} MiB (heap {:.1f} MiB, {:.1f} MiB of it "
+               "in use)",
+               rank, what, mib, heap, used);
+}
+
 std::optional<int> Run::buildInputs() {
+  // What the process holds before any tensor: the binary, its libraries,
+  // MPI (a module's code is linked after the inputs, in matchFeedback).
+  if (localRanks.size() == 1)
+    logResident(localRanks[0], "resident memory before the inputs",
+                residentMiB());
   // Fault injection for the tests: SPMD_RUN_TEST_FAULT=throw:R:0 makes rank
   // R throw as it builds its inputs, as a failed allocation would.
   if (const char *fault = std::getenv("SPMD_RUN_TEST_FAULT")) {
@@ -675,49 +749,6 @@ int Run::failOnThisRank(const std::string &message) {
   return 1;
 }
 
-/// The most memory this process has held resident, in MiB.
-static double peakResidentMiB() {
-  struct rusage usage;
-  if (getrusage(RUSAGE_SELF, &usage) != 0)
-    return 0;
-  return static_cast<double>(usage.ru_maxrss) / 1024; // ru_maxrss is in KiB
-}
-
-/// Starts the kernel's count of the most memory resident (VmHWM) afresh, so
-/// that the steps' peak is told apart from the setup's; false where the
-/// kernel does not offer it.
-static bool resetPeakResident() {
-  std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
-  if (!f)
-    return false;
-  bool written = std::fputs("5", f) >= 0;
-  return std::fclose(f) == 0 && written;
-}
-
-/// The most memory resident since resetPeakResident, in MiB (0: unknown).
-static double peakResidentSinceResetMiB() {
-  double kib = 0;
-  if (std::FILE *f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f))
-      if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1)
-        break;
-    std::fclose(f);
-  }
-  return kib / 1024;
-}
-
-/// The memory this process holds resident now, in MiB.
-static double residentMiB() {
-  long pages = 0, resident = 0;
-  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
-      resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<double>(resident) * sysconf(_SC_PAGESIZE) / (1 << 20);
-}
-
 /// What one step consumes, for the progress line: the elements of the
 /// first integer data input of rank 2 or more (token ids [batch, seq]:
 /// "tokens"), else the batch of the first data input ("samples").
@@ -772,12 +803,23 @@ std::optional<int> Run::runSteps() {
     return fail("cannot write the metrics to " + options.metrics + ": " +
                 std::strerror(errno));
   double totalMs = 0, lastLoss = 0;
-  // What the inputs and the compiled code hold before the first step, to
-  // set against the report's per-rank bytes (docs/benchmarks.md).
+  // What the inputs and the compiled code hold before the first step, and
+  // of it the step's arguments: the rest (binary, libraries, linked code,
+  // MPI) is not the step's tensors, so the steps' peak less it is what the
+  // report's peak_memory_bytes estimates (docs/benchmarks.md,
+  // bench/memory_vs_report.py).
   bool stepsPeakKnown = false;
   if (localRanks.size() == 1) {
-    spdlog::info("rank {}: resident memory before step 1 {:.1f} MiB",
-                 localRanks[0], residentMiB());
+    int64_t argumentBytes = 0;
+    for (const tg::GraphValueInfo &info : signature.arguments)
+      argumentBytes += storageBytes(info.type);
+    logResident(localRanks[0],
+                llvm::formatv("resident memory before step 1 {0:F1} MiB, the "
+                              "step's arguments",
+                              residentMiB())
+                    .str()
+                    .c_str(),
+                static_cast<double>(argumentBytes) / (1 << 20));
     stepsPeakKnown = resetPeakResident();
   }
   // Fault injection for the tests: SPMD_RUN_TEST_EXIT=R:S makes rank R
@@ -901,8 +943,8 @@ std::optional<int> Run::runSteps() {
     spdlog::info("rank {}: peak resident memory {:.1f} MiB", localRanks[0],
                  peakResidentMiB());
     if (stepsPeakKnown && ran > 0)
-      spdlog::info("rank {}: peak resident memory in the steps {:.1f} MiB",
-                   localRanks[0], peakResidentSinceResetMiB());
+      logResident(localRanks[0], "peak resident memory in the steps",
+                  peakResidentSinceResetMiB());
   } else {
     spdlog::info("ranks 0 to {} (one process): peak resident memory {:.1f} "
                  "MiB",
