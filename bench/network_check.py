@@ -6,7 +6,8 @@
 
 NETWORK is spmdc's --network value with this machine's figures
 (alpha-us and gbps from bench/allreduce_link.c, flops from
-bench/gemm_libraries.c: one rank's GEMM rate). Compiles GRAPH under SPEC
+bench/gemm_libraries.c: one rank's GEMM rate; optionally membw from
+bench/stream_triad.c: one core's triad GB/s). Compiles GRAPH under SPEC
 with --report --network, runs it with spmd-run --trace, and prints the
 estimate's step and communication against rank 0's measured step and time
 in collectives (steps after the first, averaged as bench/exposed.py does),

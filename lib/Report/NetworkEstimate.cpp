@@ -1,8 +1,9 @@
 //===- NetworkEstimate.cpp - a step-time estimate for a network -----------===//
 //
 // Replays one rank's step in program order: each tg op takes its flops over
-// the rank's rate, each collective the ring algorithm's alpha-beta cost over
-// its group. Format and model: docs/report.md#network-estimate.
+// the rank's rate (or, with a memory bandwidth, the longer of that and its
+// bytes over the bandwidth), each collective the ring algorithm's alpha-beta
+// cost over its group. Format and model: docs/report.md#network-estimate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +36,8 @@ void NetworkSettings::overrideWith(const NetworkSettings &other) {
     gbps = other.gbps;
   if (other.gflops)
     gflops = other.gflops;
+  if (other.membw)
+    membw = other.membw;
   if (other.ranks)
     ranks = other.ranks;
 }
@@ -57,7 +60,7 @@ std::string checkNetworkSetting(llvm::StringRef key, double value) {
     return value >= 0 ? ""
                       : "alpha-us (microseconds per message) must be 0 "
                         "or more";
-  if (key == "gbps" || key == "flops")
+  if (key == "gbps" || key == "flops" || key == "membw")
     return value > 0 ? "" : key.str() + " must be more than 0";
   if (key == "ranks")
     return value >= 1 && value <= kMaxRanks && value == std::floor(value)
@@ -65,7 +68,7 @@ std::string checkNetworkSetting(llvm::StringRef key, double value) {
                : "ranks must be a whole number from 1 to " +
                      std::to_string(kMaxRanks);
   return "unknown key '" + key.str() +
-         "' (expected alpha-us, gbps, flops or ranks)";
+         "' (expected alpha-us, gbps, flops, membw or ranks)";
 }
 
 std::optional<NetworkSettings> parseNetworkSettings(llvm::StringRef text,
@@ -80,7 +83,7 @@ std::optional<NetworkSettings> parseNetworkSettings(llvm::StringRef text,
     value = value.trim();
     if (!item.contains('=') || key.empty() || value.empty()) {
       error = "expected KEY=VALUE items separated by commas "
-              "(alpha-us=A,gbps=G,flops=F[,ranks=N]), got '" +
+              "(alpha-us=A,gbps=G,flops=F[,membw=B][,ranks=N]), got '" +
               item.str() + "'";
       return std::nullopt;
     }
@@ -110,6 +113,8 @@ std::optional<NetworkSettings> parseNetworkSettings(llvm::StringRef text,
       settings.gbps = x;
     else if (key == "flops")
       settings.gflops = x;
+    else if (key == "membw")
+      settings.membw = x;
     else
       settings.ranks = static_cast<int64_t>(x);
   }
@@ -122,8 +127,10 @@ namespace {
 struct ScheduleItem {
   bool collective = false;
   std::string phase;
-  /// Compute: the ops' flops.
-  int64_t flops = 0;
+  /// Compute: the ops' time, ms, and what of it is over their flops' time
+  /// (the memory-bound ops' excess).
+  double ms = 0;
+  double memoryMs = 0;
   /// Collective: its position in the report's `collectives`, kind, bytes
   /// and the group it runs over, as ranks over each mesh axis.
   int64_t index = 0;
@@ -142,26 +149,99 @@ std::string computePhase(Operation *op, func::FuncOp fn) {
   return "step";
 }
 
+/// The rates ops run at: flops and bytes a millisecond (bytes 0: no
+/// memory term).
+struct Rates {
+  double flopsPerMs = 0;
+  double bytesPerMs = 0;
+};
+
+/// Whether `op` runs inside a fused elementwise loop nest once lowered
+/// (--fuse-elementwise): an elementwise op, or one that only moves values
+/// (broadcast, reshape, convert) for elementwise users alone.
+bool isFused(Operation *op) {
+  if (!op)
+    return false;
+  if (op->hasTrait<tg::OpTrait::Elementwise>())
+    return true;
+  return op->hasTrait<tg::OpTrait::MovesValues>() && !op->use_empty() &&
+         llvm::all_of(op->getUsers(), [](Operation *user) {
+           return user->hasTrait<tg::OpTrait::Elementwise>();
+         });
+}
+
+/// The bytes an op moves through memory once elementwise chains are fused:
+/// a fused op reads only the operands that come from outside its chain (for
+/// one through a fused value-mover, the smaller of the mover's input and
+/// output) and writes only the
+/// results something outside the chain uses; a materialized value-mover
+/// reads the smaller of its input and output and writes its output; any
+/// other op its getBytesAccessed. Summed over a chain, that is its external
+/// inputs and outputs once each.
+int64_t fusedBytes(tg::CostOpInterface costed) {
+  Operation *op = costed.getOperation();
+  if (op->hasTrait<tg::OpTrait::MovesValues>() && !isFused(op)) {
+    // A materialized move reads at most what it writes (a slice of a
+    // bucket reads its part, not the bucket) and writes its result.
+    int64_t in = 0, out = 0;
+    for (Value v : op->getOperands())
+      in += storageBytes(v.getType());
+    for (Value v : op->getResults())
+      out += storageBytes(v.getType());
+    return std::min(in, out) + out;
+  }
+  if (!isFused(op))
+    return costed.getBytesAccessed();
+  int64_t bytes = 0;
+  for (Value operand : op->getOperands()) {
+    Operation *def = operand.getDefiningOp();
+    if (def && def->hasTrait<tg::OpTrait::Elementwise>())
+      continue;
+    if (isFused(def)) {
+      // What the mover's user reads through it: the smaller of its input
+      // (a broadcast's) and its output (a slice's).
+      int64_t in = 0;
+      for (Value v : def->getOperands())
+        in += storageBytes(v.getType());
+      bytes += std::min(in, storageBytes(operand.getType()));
+      continue;
+    }
+    bytes += storageBytes(operand.getType());
+  }
+  if (!op->hasTrait<tg::OpTrait::Elementwise>())
+    return 0; // a fused mover: its users read through it
+  for (Value result : op->getResults())
+    if (result.use_empty() || llvm::any_of(result.getUsers(), [](Operation *u) {
+          return !isFused(u);
+        }))
+      bytes += storageBytes(result.getType());
+  return bytes;
+}
+
 /// The step's schedule, through the calls of @main, in the order the
 /// report's collectives are listed (CompileReport.cpp's collectCollectives).
-void buildSchedule(func::FuncOp fn, const dist::Mesh &mesh,
+/// Each costed op takes max(flops / F, bytes accessed / B), the roofline,
+/// or flops / F without a bandwidth.
+void buildSchedule(func::FuncOp fn, const dist::Mesh &mesh, const Rates &rates,
                    std::vector<ScheduleItem> &items, int64_t &collectives) {
-  auto addCompute = [&](std::string phase, int64_t flops) {
+  auto addCompute = [&](std::string phase, double ms, double memoryMs) {
     if (!items.empty() && !items.back().collective &&
         items.back().phase == phase) {
-      items.back().flops += flops;
+      items.back().ms += ms;
+      items.back().memoryMs += memoryMs;
       return;
     }
     ScheduleItem item;
     item.phase = std::move(phase);
-    item.flops = flops;
+    item.ms = ms;
+    item.memoryMs = memoryMs;
     items.push_back(std::move(item));
   };
   for (Operation &op : fn.getBody().front()) {
     if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
       if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
               &op, call.getCalleeAttr()))
-        buildSchedule(callee, mesh, items, collectives);
+        buildSchedule(callee, mesh, rates, items, collectives);
       continue;
     }
     StringRef kind;
@@ -189,10 +269,17 @@ void buildSchedule(func::FuncOp fn, const dist::Mesh &mesh,
       items.push_back(std::move(item));
       continue;
     }
-    int64_t flops = 0;
-    op.walk([&](tg::CostOpInterface costed) { flops += costed.getFlops(); });
-    if (flops)
-      addCompute(computePhase(&op, fn), flops);
+    double ms = 0, memoryMs = 0;
+    op.walk([&](tg::CostOpInterface costed) {
+      double flopsMs = double(costed.getFlops()) / rates.flopsPerMs;
+      double bytesMs = rates.bytesPerMs > 0
+                           ? double(fusedBytes(costed)) / rates.bytesPerMs
+                           : 0.0;
+      ms += std::max(flopsMs, bytesMs);
+      memoryMs += std::max(0.0, bytesMs - flopsMs);
+    });
+    if (ms > 0)
+      addCompute(computePhase(&op, fn), ms, memoryMs);
   }
 }
 
@@ -250,13 +337,15 @@ std::optional<std::string> withNetworkEstimate(const std::string &report,
     ranks = *settings.ranks;
   }
 
+  Rates rates;
+  rates.flopsPerMs = *settings.gflops * 1e6;
+  rates.bytesPerMs = settings.membw ? *settings.membw * 1e6 : 0.0;
   func::FuncOp entry = tg::getEntryFunction(module);
   std::vector<ScheduleItem> items;
   int64_t count = 0;
   if (entry)
-    buildSchedule(entry, mesh, items, count);
+    buildSchedule(entry, mesh, rates, items, count);
 
-  double flopsPerMs = *settings.gflops * 1e6;
   double bytesPerMs = *settings.gbps * 1e9 / 8 / 1e3;
   double alphaMs = *settings.alphaUs / 1e3;
 
@@ -268,11 +357,12 @@ std::optional<std::string> withNetworkEstimate(const std::string &report,
   // at its wait, and only the part not covered by the compute in between
   // would count.
   double now = 0, linkFree = 0;
-  double computeMs = 0, communicationMs = 0, exposedMs = 0;
+  double computeMs = 0, memoryBoundMs = 0, communicationMs = 0, exposedMs = 0;
   json phases = json::object();
   auto phaseEntry = [&](const std::string &phase) -> json & {
     if (!phases.contains(phase))
       phases[phase] = {{"compute_ms", 0.0},
+                       {"memory_bound_ms", 0.0},
                        {"communication_ms", 0.0},
                        {"exposed_communication_ms", 0.0}};
     return phases[phase];
@@ -281,10 +371,12 @@ std::optional<std::string> withNetworkEstimate(const std::string &report,
   for (const ScheduleItem &item : items) {
     json &phase = phaseEntry(item.phase);
     if (!item.collective) {
-      double ms = double(item.flops) / flopsPerMs;
-      now += ms;
-      computeMs += ms;
-      phase["compute_ms"] = phase["compute_ms"].get<double>() + ms;
+      now += item.ms;
+      computeMs += item.ms;
+      memoryBoundMs += item.memoryMs;
+      phase["compute_ms"] = phase["compute_ms"].get<double>() + item.ms;
+      phase["memory_bound_ms"] =
+          phase["memory_bound_ms"].get<double>() + item.memoryMs;
       continue;
     }
     int64_t n = item.axes.empty() ? 1 : scaled.groupSize(item.axes);
@@ -315,15 +407,18 @@ std::optional<std::string> withNetworkEstimate(const std::string &report,
     axes.push_back(a);
   for (int64_t s : scaled.shape)
     shape.push_back(s);
+  json network = {{"alpha_us", *settings.alphaUs},
+                  {"gbps", *settings.gbps},
+                  {"gflops", *settings.gflops}};
+  if (settings.membw)
+    network["membw"] = *settings.membw;
   json estimate = {
-      {"network",
-       {{"alpha_us", *settings.alphaUs},
-        {"gbps", *settings.gbps},
-        {"gflops", *settings.gflops}}},
+      {"network", network},
       {"nranks", ranks},
       {"mesh", {{"axes", axes}, {"shape", shape}}},
       {"step_ms", now},
       {"compute_ms", computeMs},
+      {"memory_bound_ms", memoryBoundMs},
       {"communication_ms", communicationMs},
       {"exposed_communication_ms", exposedMs},
       {"phases", phases},

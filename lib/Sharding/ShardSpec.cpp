@@ -218,7 +218,8 @@ LogicalResult SpecParser::parseOptimizer(const json &optimizer,
 
 LogicalResult SpecParser::parseNetwork(const json &network, ShardSpec &spec) {
   if (failed(checkJsonKeys(context, fileName, network, "/network",
-                           {"alpha_us", "gbps", "flops", "ranks"}, {})))
+                           {"alpha_us", "gbps", "flops", "membw", "ranks"},
+                           {})))
     return failure();
   for (auto it = network.begin(); it != network.end(); ++it) {
     std::string pointer = "/network/" + it.key();

@@ -113,9 +113,11 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   std::string network;
   app.add_option("--network", network,
                  "with --report: a step-time estimate on a simulated "
-                 "cluster, alpha-us=A,gbps=G,flops=F[,ranks=N]: A "
-                 "microseconds per message, G Gb/s of link per rank, F "
-                 "GFLOP/s per rank, N ranks (the mesh's first axis "
+                 "cluster, alpha-us=A,gbps=G,flops=F[,membw=B][,ranks=N]: "
+                 "A microseconds per message, G Gb/s of link per rank, F "
+                 "GFLOP/s per rank, B GB/s of memory bandwidth per rank "
+                 "(each op the longer of its flops and its bytes; absent: "
+                 "flops alone), N ranks (the mesh's first axis "
                  "rescaled); over the spec's \"network\"")
       ->check([](const std::string &v) -> std::string {
         std::string error;

@@ -284,6 +284,8 @@ int main(int argc, char **argv) {
           network->gbps = value;
         else if (key == "flops")
           network->gflops = value;
+        else if (key == "membw")
+          network->membw = value;
         else if (key == "ranks")
           network->ranks = static_cast<int64_t>(value);
       }

@@ -27,6 +27,10 @@ struct NetworkSettings {
   std::optional<double> gbps;
   /// Compute rate of one rank, in GFLOP/s (> 0).
   std::optional<double> gflops;
+  /// Memory bandwidth of one rank, in GB/s (> 0). Optional: when set, each
+  /// op takes the longer of its flops over `gflops` and its bytes accessed
+  /// over this (a roofline); unset, flops alone.
+  std::optional<double> membw;
   /// The ranks to estimate for: the mesh's first (data-parallel) axis is
   /// rescaled to reach this many, weak scaling (docs/report.md).
   std::optional<int64_t> ranks;
@@ -38,14 +42,16 @@ struct NetworkSettings {
   std::string missingKeys() const;
 };
 
-/// Parses `--network`'s value, "alpha-us=A,gbps=G,flops=F[,ranks=N]" (keys
+/// Parses `--network`'s value,
+/// "alpha-us=A,gbps=G,flops=F[,membw=B][,ranks=N]" (keys
 /// in any order, each at most once). On failure returns nullopt and says
 /// why in `error` (without the flag's name).
 std::optional<NetworkSettings> parseNetworkSettings(llvm::StringRef text,
                                                     std::string &error);
 
 /// Checks one setting's value, as the command line spells the key
-/// ("alpha-us", "gbps", "flops", "ranks"); an error message, or empty.
+/// ("alpha-us", "gbps", "flops", "membw", "ranks"); an error message, or
+/// empty.
 std::string checkNetworkSetting(llvm::StringRef key, double value);
 
 /// `report` (buildCompileReport's JSON) with a `network_estimate` for
