@@ -224,12 +224,17 @@ LogicalResult SPMDInterpreter::execute(Operation *op,
                                        std::vector<ValueMap> &values) {
   if (auto callOp = llvm::dyn_cast<func::CallOp>(op))
     return call(callOp, values);
-  if (op->getNumResults() != 1 ||
-      !llvm::isa<RankedTensorType>(op->getResult(0).getType()))
+  // A started collective's value is its result (the interpreter computes
+  // it at the start; dist.wait passes it on).
+  auto tensorTypeOf = [](Value v) -> RankedTensorType {
+    if (auto pending = llvm::dyn_cast<dist::PendingType>(v.getType()))
+      return pending.getResult();
+    return llvm::dyn_cast<RankedTensorType>(v.getType());
+  };
+  if (op->getNumResults() != 1 || !tensorTypeOf(op->getResult(0)))
     return op->emitError("the interpreter does not support this op");
   // The interpreter holds every value as f64: refuse what cannot fit.
-  int64_t elements =
-      llvm::cast<RankedTensorType>(op->getResult(0).getType()).getNumElements();
+  int64_t elements = tensorTypeOf(op->getResult(0)).getNumElements();
   if (elements > kMaxElements)
     return op->emitError("the interpreter holds tensors of up to 2^30 "
                          "elements; this one has ")
@@ -257,9 +262,9 @@ LogicalResult SPMDInterpreter::execute(Operation *op,
     }
   }
   Value resultValue = op->getResult(0);
-  Shape expected = shapeOf(resultValue);
-  Type element =
-      llvm::cast<RankedTensorType>(resultValue.getType()).getElementType();
+  RankedTensorType resultType = tensorTypeOf(resultValue);
+  Shape expected(resultType.getShape().begin(), resultType.getShape().end());
+  Type element = resultType.getElementType();
   for (int64_t rank = 0; rank < numRanks(); ++rank) {
     Tensor &result = results[rank];
     if (result.shape != expected)
@@ -312,14 +317,14 @@ SPMDInterpreter::collective(Operation *op, ArrayRef<ValueMap> values) {
   };
   using R = FailureOr<std::vector<Tensor>>;
   return llvm::TypeSwitch<Operation *, R>(op)
-      .Case([&](dist::AllReduceOp o) {
+      .Case<dist::AllReduceOp, dist::StartAllReduceOp>([&](auto o) {
         bool max = o.getReduction() == dist::Reduction::max;
         return perRank(o.getAxes(),
                        [&](ArrayRef<const Tensor *> in, int64_t) {
                          return max ? maxOf(in) : sumOf(in);
                        });
       })
-      .Case([&](dist::AllGatherOp o) {
+      .Case<dist::AllGatherOp, dist::StartAllGatherOp>([&](auto o) {
         int64_t dim = o.getDim();
         return perRank(o.getAxes(), [&](ArrayRef<const Tensor *> in, int64_t) {
           std::vector<Tensor> parts;
@@ -328,14 +333,15 @@ SPMDInterpreter::collective(Operation *op, ArrayRef<ValueMap> values) {
           return concat(parts, dim);
         });
       })
-      .Case([&](dist::ReduceScatterOp o) {
+      .Case<dist::ReduceScatterOp, dist::StartReduceScatterOp>(
+          [&](auto o) {
         int64_t dim = o.getDim();
         return perRank(o.getAxes(),
                        [&](ArrayRef<const Tensor *> in, int64_t index) {
                          return chunk(sumOf(in), dim, in.size(), index);
                        });
       })
-      .Case([&](dist::AllToAllOp o) {
+      .Case<dist::AllToAllOp, dist::StartAllToAllOp>([&](auto o) {
         int64_t split = o.getSplitDim(), concatDim = o.getConcatDim();
         return perRank(o.getAxes(),
                        [&](ArrayRef<const Tensor *> in, int64_t index) {
@@ -344,6 +350,12 @@ SPMDInterpreter::collective(Operation *op, ArrayRef<ValueMap> values) {
                            parts.push_back(chunk(*t, split, in.size(), index));
                          return concat(parts, concatDim);
                        });
+      })
+      .Case([&](dist::WaitOp o) -> R {
+        std::vector<Tensor> results;
+        for (int64_t rank = 0; rank < numRanks(); ++rank)
+          results.push_back(values[rank].find(o.getPending())->second);
+        return results;
       })
       .Case([&](dist::LocalSliceOp o) {
         int64_t dim = o.getDim();

@@ -74,8 +74,11 @@ const char *cudaArchName(CudaArch arch) {
 /// own alignment (16 bytes; the vectorized loops' loads and stores need 4),
 /// which spares the pointer arithmetic 64-byte alignment puts around each
 /// malloc (~1,900 of them in GPT-2 small's step).
-static void addToBuffers(OpPassManager &pm) {
+static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createStripGraphAttributes());
+  // With --overlap, collectives start early and are waited for late.
+  if (options.overlap)
+    pm.addPass(dist::createDistAsyncCollectives());
   pm.addPass(createConvertDistToRuntime());
   pm.addPass(createConvertTgMatmulToBlas());
   pm.addPass(createConvertTgToLinalg());
@@ -200,7 +203,7 @@ void buildLoweringPipeline(OpPassManager &pm, const LoweringOptions &options) {
   bool bf16 = options.precision == Precision::BF16;
   if (bf16)
     pm.addPass(tg::createTgMixedPrecision());
-  addToBuffers(pm);
+  addToBuffers(pm, options);
   // bf16 conversions as integer arithmetic: x86 has no instruction for
   // them and the JIT no libgcc helper.
   if (bf16) {
@@ -293,6 +296,11 @@ struct LowerCpuOptions : PassPipelineOptions<LowerCpuOptions> {
       llvm::cl::desc("form the loop nests the CUDA target makes kernels of "
                      "and run them on the host"),
       llvm::cl::init(false)};
+  Option<bool> overlap{
+      *this, "overlap",
+      llvm::cl::desc("start collectives early, wait at first use "
+                     "(--dist-async-collectives)"),
+      llvm::cl::init(false)};
 };
 
 /// spmdc-lower-cuda's options: spmdc's --precision and --cuda-arch.
@@ -322,6 +330,7 @@ void registerLoweringPipelines() {
         LoweringOptions options;
         options.precision = cpu.precision;
         options.gpuKernelsOnCpu = cpu.gpuKernelsOnCpu;
+        options.overlap = cpu.overlap;
         buildLoweringPipeline(pm, options);
       });
   PassPipelineRegistration<LowerCudaOptions>(

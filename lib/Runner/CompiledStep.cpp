@@ -178,6 +178,16 @@ static llvm::orc::SymbolMap runtimeSymbols(
   add("spmd_collective_f64", &spmd_collective_f64);
   add("spmd_collective_i64", &spmd_collective_i64);
   add("spmd_collective_i32", &spmd_collective_i32);
+  // Their started forms (--dist-async-collectives).
+  add("spmd_collective_start_f32", &spmd_collective_start_f32);
+  add("spmd_collective_start_f64", &spmd_collective_start_f64);
+  add("spmd_collective_start_i64", &spmd_collective_start_i64);
+  add("spmd_collective_start_i32", &spmd_collective_start_i32);
+  add("spmd_collective_wait_f32", &spmd_collective_wait_f32);
+  add("spmd_collective_wait_f64", &spmd_collective_wait_f64);
+  add("spmd_collective_wait_i64", &spmd_collective_wait_i64);
+  add("spmd_collective_wait_i32", &spmd_collective_wait_i32);
+  add("spmd_collective_progress", &spmd_collective_progress);
 #endif
   if (cuda)
     for (auto [name, address] : cuda->symbols())

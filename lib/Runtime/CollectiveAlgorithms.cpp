@@ -16,11 +16,14 @@
 
 #include "CollectiveState.h"
 
+#include "spmdc/Runtime/Trace.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <unordered_map>
 
 namespace spmdc::rt::collectives {
 namespace {
@@ -382,6 +385,301 @@ void releaseTransportScratch(const spmd_rt_transport *transport) {
   for (State::Scratch &buffer : state().transportScratch)
     if (buffer.data)
       transport->release(buffer.data);
+}
+
+} // namespace spmdc::rt::collectives
+
+//===----------------------------------------------------------------------===//
+// Started collectives: MPI's non-blocking collectives, kept in a table from
+// spmd_collective_start_<dtype> to spmd_collective_wait.
+//===----------------------------------------------------------------------===//
+
+namespace spmdc::rt::collectives {
+namespace {
+
+/// One collective under way.
+struct Started {
+  /// The blocking form's name, for messages ("spmd_all_reduce").
+  const char *call = nullptr;
+  /// What the watchdog names while the wait blocks.
+  const char *waitCall = nullptr;
+  std::vector<int32_t> axes;
+  std::vector<MPI_Request> requests;
+  /// Packed chunks to send, and received blocks to unpack into `out` at
+  /// the wait (`unpackOuter` rows of `unpackRow` bytes per member).
+  std::vector<char> packed, received;
+  char *out = nullptr;
+  Group group;
+  int64_t unpackOuter = 0;
+  size_t unpackRow = 0;
+  /// The trace's event: name, arguments, when the start was issued.
+  std::string traceName, traceArgs;
+  double startMicros = 0;
+};
+
+/// The collectives under way, by handle. The mutex guards the table and
+/// every MPI_Test of its requests (the progress thread tests them too).
+struct StartedTable {
+  std::mutex mutex;
+  std::unordered_map<int64_t, Started> live;
+  int64_t next = 1;
+  std::atomic<int> count{0};
+  /// SPMD_RT_PROGRESS: "test" (the default: spmd_collective_progress,
+  /// which compiled code calls between loop nests, tests the requests),
+  /// "thread" (a thread tests them every 50 us while any is under way) or
+  /// "none" (only MPI calls made anyway, and the wait, advance them).
+  enum class Progress { Test, Thread, None } progress = Progress::Test;
+  bool configured = false;
+  std::thread thread;
+  std::condition_variable wake;
+};
+
+StartedTable &startedTable() {
+  static StartedTable *table = new StartedTable;
+  return *table;
+}
+
+/// Tests every request of the table once; the caller holds the mutex.
+void testAllLocked(StartedTable &table) {
+  for (auto &[handle, started] : table.live)
+    for (MPI_Request &request : started.requests) {
+      if (request == MPI_REQUEST_NULL)
+        continue;
+      int done = 0;
+      checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), started.call,
+               "MPI_Test");
+    }
+}
+
+void progressLoop() {
+  StartedTable &table = startedTable();
+  std::unique_lock<std::mutex> lock(table.mutex);
+  while (true) {
+    table.wake.wait(lock, [&] { return !table.live.empty(); });
+    testAllLocked(table);
+    lock.unlock();
+    timespec pause{0, 50000};
+    nanosleep(&pause, nullptr);
+    lock.lock();
+  }
+}
+
+/// Reads SPMD_RT_PROGRESS once; a thread needs MPI_THREAD_MULTIPLE.
+void configureProgress(StartedTable &table) {
+  if (table.configured)
+    return;
+  table.configured = true;
+  const char *mode = std::getenv("SPMD_RT_PROGRESS");
+  if (!mode || !*mode || std::strcmp(mode, "test") == 0)
+    return;
+  if (std::strcmp(mode, "none") == 0) {
+    table.progress = StartedTable::Progress::None;
+    return;
+  }
+  if (std::strcmp(mode, "thread") != 0)
+    fail("spmd_collective_start",
+         "SPMD_RT_PROGRESS is '%s'; expected test, thread or none", mode);
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    fail("spmd_collective_start",
+         "SPMD_RT_PROGRESS=thread needs MPI_THREAD_MULTIPLE, which this MPI "
+         "does not provide");
+  table.progress = StartedTable::Progress::Thread;
+  // Never joined: like the rest of the runtime's state, it lives as long
+  // as the process.
+  table.thread = std::thread(progressLoop);
+  table.thread.detach();
+}
+
+} // namespace
+
+int64_t startCollective(int32_t kind, const void *in, void *out, int32_t rank,
+                        const int64_t *inShape, int32_t dim, int32_t dim2,
+                        int32_t dtype, const int32_t *axes, int32_t numAxes,
+                        std::string traceName, std::string traceArgs) {
+  static const char *const waitCalls[] = {
+      "the wait of spmd_all_reduce", "the wait of spmd_all_gather",
+      "the wait of spmd_reduce_scatter", "the wait of spmd_all_to_all"};
+  const char *calls[] = {"spmd_all_reduce", "spmd_all_gather",
+                         "spmd_reduce_scatter", "spmd_all_to_all"};
+  bool max = kind == SPMD_COLLECTIVE_ALL_REDUCE_MAX;
+  int which = max ? 0 : kind;
+  if (which < 0 || which > 3)
+    fail("spmd_collective_start", "kind %d has no started form", kind);
+  const char *call = calls[which];
+  requireInit(call);
+  DTypeInfo t = dtypeInfo(call, dtype);
+  // An all-reduce's buffer is flat (and may have no dims: a loss).
+  Layout l;
+  if (which == 0) {
+    for (int32_t i = 0; i < rank; ++i)
+      l.dimSize *= inShape[i];
+  } else {
+    l = layoutOf(call, rank, inShape, dim,
+                 kind == SPMD_COLLECTIVE_ALL_TO_ALL ? "split_dim" : "dim");
+  }
+  Group g = resolveGroup(call, axes, numAxes);
+  size_t bytes = l.count() * t.bytes;
+  if (bytes && (!in || !out))
+    fail(call, "null buffer");
+  if (g.size == 1)
+    fail(call, "a group of one has nothing to start");
+  StartedTable &table = startedTable();
+  configureProgress(table);
+  Started s;
+  s.call = call;
+  s.waitCall = waitCalls[which];
+  s.axes.assign(axes, axes + numAxes);
+  s.out = static_cast<char *>(out);
+  s.group = g;
+  s.traceName = std::move(traceName);
+  s.traceArgs = std::move(traceArgs);
+  s.startMicros = trace::enabled() ? trace::nowMicros() : 0;
+  injectTestFault();
+  auto issue = [&](int rc, const char *mpiCall) { checkMpi(rc, call, mpiCall); };
+  auto request = [&]() -> MPI_Request * {
+    s.requests.push_back(MPI_REQUEST_NULL);
+    return &s.requests.back();
+  };
+  switch (kind) {
+  case SPMD_COLLECTIVE_ALL_REDUCE:
+  case SPMD_COLLECTIVE_ALL_REDUCE_MAX: {
+    int64_t count = l.count();
+    std::memcpy(out, in, bytes);
+    const int64_t piece = int64_t(1) << 30;
+    s.requests.reserve((count + piece - 1) / piece);
+    for (int64_t done = 0; done < count; done += piece) {
+      int n = static_cast<int>(std::min(piece, count - done));
+      issue(MPI_Iallreduce(MPI_IN_PLACE, s.out + done * t.bytes, n, t.mpi,
+                           max ? MPI_MAX : MPI_SUM, g.comm, request()),
+            "MPI_Iallreduce");
+    }
+    break;
+  }
+  case SPMD_COLLECTIVE_ALL_GATHER: {
+    int block = blockCount(call, l.count());
+    void *to = out;
+    if (!contiguousIdentity(g, l.outer)) {
+      s.received.resize(bytes * g.size);
+      to = s.received.data();
+      s.unpackOuter = l.outer;
+      s.unpackRow = l.dimSize * l.inner * t.bytes;
+    }
+    issue(MPI_Iallgather(in, block, t.mpi, to, block, t.mpi, g.comm,
+                         request()),
+          "MPI_Iallgather");
+    break;
+  }
+  case SPMD_COLLECTIVE_REDUCE_SCATTER: {
+    checkDivisible(call, l, g.size, dim, "dim");
+    int64_t chunkRows = l.dimSize / g.size;
+    int block = blockCount(call, l.outer * chunkRows * l.inner);
+    const void *send = in;
+    if (!contiguousIdentity(g, l.outer)) {
+      s.packed.resize(bytes);
+      packChunks(s.packed.data(), static_cast<const char *>(in), g, l.outer,
+                 chunkRows * l.inner * t.bytes);
+      send = s.packed.data();
+    }
+    issue(MPI_Ireduce_scatter_block(send, out, block, t.mpi, MPI_SUM, g.comm,
+                                    request()),
+          "MPI_Ireduce_scatter_block");
+    break;
+  }
+  case SPMD_COLLECTIVE_ALL_TO_ALL: {
+    Layout split = l;
+    layoutOf(call, rank, inShape, dim2, "concat_dim");
+    checkDivisible(call, split, g.size, dim, "split_dim");
+    std::vector<int64_t> chunkShape(inShape, inShape + rank);
+    chunkShape[dim] /= g.size;
+    Layout concat = layoutOf(call, rank, chunkShape.data(), dim2, "concat_dim");
+    int block = blockCount(call, concat.count());
+    const void *send = in;
+    if (!contiguousIdentity(g, split.outer)) {
+      s.packed.resize(bytes);
+      packChunks(s.packed.data(), static_cast<const char *>(in), g,
+                 split.outer, chunkShape[dim] * split.inner * t.bytes);
+      send = s.packed.data();
+    }
+    void *to = out;
+    if (!contiguousIdentity(g, concat.outer)) {
+      s.received.resize(bytes);
+      to = s.received.data();
+      s.unpackOuter = concat.outer;
+      s.unpackRow = concat.dimSize * concat.inner * t.bytes;
+    }
+    issue(MPI_Ialltoall(send, block, t.mpi, to, block, t.mpi, g.comm,
+                        request()),
+          "MPI_Ialltoall");
+    break;
+  }
+  }
+  std::lock_guard<std::mutex> lock(table.mutex);
+  int64_t handle = table.next++;
+  table.live.emplace(handle, std::move(s));
+  table.count.fetch_add(1, std::memory_order_relaxed);
+  if (table.progress == StartedTable::Progress::Thread)
+    table.wake.notify_one();
+  return handle;
+}
+
+void waitCollective(int64_t handle) {
+  StartedTable &table = startedTable();
+  std::unique_lock<std::mutex> lock(table.mutex);
+  auto it = table.live.find(handle);
+  if (it == table.live.end())
+    fail("spmd_collective_wait", "no collective under way has handle %lld",
+         static_cast<long long>(handle));
+  Started &s = it->second;
+  double waitStart = trace::enabled() ? trace::nowMicros() : 0;
+  {
+    Armed armed(s.waitCall, s.axes.data(),
+                static_cast<int32_t>(s.axes.size()));
+    // Polls with the table unlocked between tests, so the progress
+    // thread is never shut out; sleeps as the blocking collectives do
+    // where ranks share cores.
+    int64_t spinUntil = nowNs() + 20000, pauseNs = 10000;
+    while (true) {
+      int done = 0;
+      checkMpi(MPI_Testall(static_cast<int>(s.requests.size()),
+                           s.requests.data(), &done, MPI_STATUSES_IGNORE),
+               s.call, "MPI_Testall");
+      if (done)
+        break;
+      lock.unlock();
+      if (state().sleepWhenIdle && nowNs() >= spinUntil) {
+        timespec pause{0, static_cast<long>(pauseNs)};
+        nanosleep(&pause, nullptr);
+        pauseNs = std::min<int64_t>(pauseNs * 2, 250000);
+      }
+      lock.lock();
+    }
+  }
+  Started done = std::move(s);
+  table.live.erase(handle);
+  table.count.fetch_sub(1, std::memory_order_relaxed);
+  lock.unlock();
+  if (!done.received.empty())
+    unpackChunks(done.out, done.received.data(), done.group, done.unpackOuter,
+                 done.unpackRow);
+  if (trace::enabled()) {
+    // The span from start to wait on a track of its own, and the wait's
+    // blocking part as a collective (exposed communication).
+    trace::record(done.traceName, "collective_async", done.startMicros,
+                  done.traceArgs);
+    trace::record("wait " + done.traceName, "collective", waitStart,
+                  done.traceArgs);
+  }
+}
+
+void progressCollectives() {
+  StartedTable &table = startedTable();
+  if (table.count.load(std::memory_order_relaxed) == 0 ||
+      table.progress != StartedTable::Progress::Test)
+    return;
+  std::lock_guard<std::mutex> lock(table.mutex);
+  testAllLocked(table);
 }
 
 } // namespace spmdc::rt::collectives

@@ -182,6 +182,27 @@ spmdc::rt::MemRefView viewOf(const char *call, int64_t rank, void *descriptor,
   return view;
 }
 
+/// The trace's name and arguments of a collective.
+const char *traceName(int32_t kind) {
+  static const char *const names[] = {"all_reduce",  "all_gather",
+                                      "reduce_scatter", "all_to_all",
+                                      "local_slice", "all_reduce by max"};
+  return kind >= 0 && kind <= SPMD_COLLECTIVE_ALL_REDUCE_MAX ? names[kind]
+                                                             : "collective";
+}
+
+std::string traceArgs(const spmdc::rt::MemRefView &in, size_t elementBytes,
+                      const std::vector<int32_t> &axes) {
+  int64_t bytes = static_cast<int64_t>(elementBytes);
+  for (int64_t size : in.shape)
+    bytes *= size;
+  std::string args =
+      "{\"input_bytes\": " + std::to_string(bytes) + ", \"axes\": [";
+  for (size_t i = 0; i < axes.size(); ++i)
+    args += (i ? ", " : "") + std::to_string(axes[i]);
+  return args + "]}";
+}
+
 /// A collective on the trace (spmd-run --trace): its kind, its input's
 /// bytes and its mesh axes.
 struct TracedCollective {
@@ -194,20 +215,8 @@ struct TracedCollective {
     // A local slice moves nothing between ranks.
     if (!spmdc::rt::trace::enabled() || kind == SPMD_COLLECTIVE_LOCAL_SLICE)
       return;
-    static const char *const names[] = {"all_reduce",  "all_gather",
-                                        "reduce_scatter", "all_to_all",
-                                        "local_slice", "all_reduce by max"};
-    const char *name = kind >= 0 && kind <= SPMD_COLLECTIVE_ALL_REDUCE_MAX
-                           ? names[kind]
-                           : "collective";
-    int64_t bytes = static_cast<int64_t>(elementBytes);
-    for (int64_t size : in.shape)
-      bytes *= size;
-    std::string args = "{\"input_bytes\": " + std::to_string(bytes) +
-                       ", \"axes\": [";
-    for (size_t i = 0; i < axes.size(); ++i)
-      args += (i ? ", " : "") + std::to_string(axes[i]);
-    spmdc::rt::trace::record(name, "collective", start, args + "]}");
+    spmdc::rt::trace::record(traceName(kind), "collective", start,
+                             traceArgs(in, elementBytes, axes));
   }
 };
 
@@ -261,9 +270,61 @@ void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
   }
 }
 
+/// A started collective (spmd_collective_start_<dtype>): on MPI, its
+/// non-blocking form; where nothing would be under way (a group of one, a
+/// local slice) or an installed transport carries the bytes, the blocking
+/// collective now, and handle 0, whose wait does nothing.
+int64_t startCollective(int32_t dtype, size_t elementBytes, int32_t kind,
+                        int64_t dim, int64_t dim2, int64_t axesCode,
+                        int64_t inRank, void *inDesc, int64_t outRank,
+                        void *outDesc) {
+  const char *call = "spmd_collective_start";
+  requireInit(call);
+  std::vector<int32_t> axes;
+  for (int64_t code = axesCode; code; code >>= 4)
+    axes.push_back(static_cast<int32_t>((code & 15) - 1));
+  auto numAxes = static_cast<int32_t>(axes.size());
+  if (kind == SPMD_COLLECTIVE_LOCAL_SLICE || state().transport ||
+      resolveGroup(call, axes.data(), numAxes).size == 1) {
+    collective(dtype, elementBytes, kind, dim, dim2, axesCode, inRank, inDesc,
+               outRank, outDesc);
+    return 0;
+  }
+  spmdc::rt::MemRefView in = viewOf(call, inRank, inDesc, elementBytes);
+  spmdc::rt::MemRefView out = viewOf(call, outRank, outDesc, elementBytes);
+  return spmdc::rt::collectives::startCollective(
+      kind, in.data, out.data, static_cast<int32_t>(inRank), in.shape.data(),
+      static_cast<int32_t>(dim), static_cast<int32_t>(dim2), dtype,
+      axes.data(), numAxes, traceName(kind),
+      spmdc::rt::trace::enabled() ? traceArgs(in, elementBytes, axes)
+                                  : std::string());
+}
+
 } // namespace
 
 extern "C" {
+
+#define SPMD_COLLECTIVE_START(suffix, dtype, type)                             \
+  int64_t spmd_collective_start_##suffix(                                      \
+      int32_t kind, int64_t dim, int64_t dim2, int64_t axes, int64_t in_rank,  \
+      void *in_desc, int64_t out_rank, void *out_desc) {                       \
+    return startCollective(dtype, sizeof(type), kind, dim, dim2, axes,         \
+                           in_rank, in_desc, out_rank, out_desc);              \
+  }                                                                            \
+  void spmd_collective_wait_##suffix(int64_t handle, int64_t, void *, int64_t, \
+                                     void *) {                                 \
+    if (handle)                                                                \
+      spmdc::rt::collectives::waitCollective(handle);                          \
+  }
+SPMD_COLLECTIVE_START(f32, SPMD_DTYPE_F32, float)
+SPMD_COLLECTIVE_START(f64, SPMD_DTYPE_F64, double)
+SPMD_COLLECTIVE_START(i64, SPMD_DTYPE_I64, int64_t)
+SPMD_COLLECTIVE_START(i32, SPMD_DTYPE_I32, int32_t)
+#undef SPMD_COLLECTIVE_START
+
+void spmd_collective_progress(void) {
+  spmdc::rt::collectives::progressCollectives();
+}
 
 #define SPMD_COLLECTIVE(suffix, dtype, type)                                   \
   void spmd_collective_##suffix(int32_t kind, int64_t dim, int64_t dim2,       \

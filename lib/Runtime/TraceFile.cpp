@@ -23,7 +23,10 @@ bool writeRankEvents(const std::string &path, int rank, std::string &error) {
   for (const Event &e : events()) {
     nlohmann::json event = {{"name", e.name},       {"cat", e.category},
                             {"ph", "X"},            {"pid", rank},
-                            {"tid", 0},             {"ts", e.startMicros},
+                            // A started collective's span (start to
+                            // wait) overlaps the compute: a track of its own.
+                            {"tid", std::string(e.category) == "collective_async" ? 1 : 0},
+                            {"ts", e.startMicros},
                             {"dur", e.durationMicros}};
     if (!e.args.empty())
       event["args"] = nlohmann::json::parse(e.args, nullptr, false);

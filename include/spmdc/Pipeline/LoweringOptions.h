@@ -41,6 +41,9 @@ struct LoweringOptions {
   /// them on the host (to check them without a GPU).
   bool gpuKernelsOnCpu = false;
   Precision precision = Precision::F32;
+  /// Collectives that overlap the compute (--dist-async-collectives: each
+  /// started as early as its input exists, waited for at its first use).
+  bool overlap = false;
 };
 
 } // namespace spmdc

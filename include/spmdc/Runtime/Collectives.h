@@ -190,6 +190,56 @@ void spmd_collective_i32(int32_t kind, int64_t dim, int64_t dim2, int64_t axes,
                          int64_t in_rank, void *in_desc, int64_t out_rank,
                          void *out_desc);
 
+/// The same collective started, not waited for (--dist-async-collectives'
+/// dist.start_* ops): on MPI its non-blocking form (MPI_Iallreduce,
+/// MPI_Iallgather, MPI_Ireduce_scatter_block, MPI_Ialltoall) on the same
+/// buffers, with any packing done now and any unpacking at the wait. `in`
+/// must not change and `out` must not be read until
+/// spmd_collective_wait_<dtype> of the handle returned. A local slice, a
+/// group of one, or a collective an installed transport (NCCL) carries
+/// runs to completion here and returns handle 0. Every rank starts its
+/// collectives in the same order, as it runs the blocking ones.
+int64_t spmd_collective_start_f32(int32_t kind, int64_t dim, int64_t dim2,
+                                  int64_t axes, int64_t in_rank,
+                                  void *in_desc, int64_t out_rank,
+                                  void *out_desc);
+int64_t spmd_collective_start_f64(int32_t kind, int64_t dim, int64_t dim2,
+                                  int64_t axes, int64_t in_rank,
+                                  void *in_desc, int64_t out_rank,
+                                  void *out_desc);
+int64_t spmd_collective_start_i64(int32_t kind, int64_t dim, int64_t dim2,
+                                  int64_t axes, int64_t in_rank,
+                                  void *in_desc, int64_t out_rank,
+                                  void *out_desc);
+int64_t spmd_collective_start_i32(int32_t kind, int64_t dim, int64_t dim2,
+                                  int64_t axes, int64_t in_rank,
+                                  void *in_desc, int64_t out_rank,
+                                  void *out_desc);
+
+/// Blocks until the started collective `handle` is done (under the
+/// watchdog, which names "the wait of spmd_all_reduce" and its group);
+/// then `out` holds the result. The buffers are the start's, passed again
+/// so that compiled code keeps them alive until here. Handle 0 returns at
+/// once. On the trace: the span from start to wait (category
+/// "collective_async") and the wait itself ("collective").
+void spmd_collective_wait_f32(int64_t handle, int64_t in_rank, void *in_desc,
+                              int64_t out_rank, void *out_desc);
+void spmd_collective_wait_f64(int64_t handle, int64_t in_rank, void *in_desc,
+                              int64_t out_rank, void *out_desc);
+void spmd_collective_wait_i64(int64_t handle, int64_t in_rank, void *in_desc,
+                              int64_t out_rank, void *out_desc);
+void spmd_collective_wait_i32(int64_t handle, int64_t in_rank, void *in_desc,
+                              int64_t out_rank, void *out_desc);
+
+/// Lets MPI advance the started collectives: one MPI_Test of each request
+/// (a load and a return when none is under way). Compiled code calls it
+/// between the loop nests that run while collectives are under way. The
+/// environment variable SPMD_RT_PROGRESS chooses how started collectives
+/// advance: `test` (the default: these calls), `thread` (a thread tests
+/// them every 50 us while any is under way; needs MPI_THREAD_MULTIPLE;
+/// these calls do nothing) or `none` (only other MPI calls and the wait).
+void spmd_collective_progress(void);
+
 #ifdef __cplusplus
 } // extern "C"
 #endif

@@ -16,6 +16,8 @@ using namespace spmdc::dist;
 
 #define GET_ATTRDEF_CLASSES
 #include "spmdc/Dialect/Dist/IR/DistAttrs.cpp.inc"
+#define GET_TYPEDEF_CLASSES
+#include "spmdc/Dialect/Dist/IR/DistOpsTypes.cpp.inc"
 
 void DistDialect::initialize() {
   addOperations<
@@ -25,6 +27,10 @@ void DistDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "spmdc/Dialect/Dist/IR/DistAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "spmdc/Dialect/Dist/IR/DistOpsTypes.cpp.inc"
       >();
 }
 
@@ -148,6 +154,73 @@ LogicalResult AllToAllOp::verify() {
   if (out.getShape() != ArrayRef<int64_t>(expected) ||
       out.getElementType() != in.getElementType())
     return emitOpError("result type does not match the exchange");
+  return success();
+}
+
+// The starts check what their blocking forms check, against the pending
+// result type, and that one dist.wait takes what they start.
+
+static LogicalResult verifyWaitedOnce(Operation *start) {
+  if (!start->getResult(0).hasOneUse())
+    return start->emitOpError("expects one dist.wait of what it starts");
+  return success();
+}
+
+LogicalResult StartAllReduceOp::verify() {
+  if (failed(verifyWaitedOnce(*this)))
+    return failure();
+  if (failed(groupSizeOf(*this, getAxes())))
+    return failure();
+  if (getInput().getType() != getResultType())
+    return emitOpError("changes the type");
+  return success();
+}
+
+LogicalResult StartAllGatherOp::verify() {
+  if (failed(verifyWaitedOnce(*this)))
+    return failure();
+  return verifyResize(*this, getAxes(), getDim(), getInput().getType(),
+                      getResultType(), /*grows=*/true);
+}
+
+LogicalResult StartReduceScatterOp::verify() {
+  if (failed(verifyWaitedOnce(*this)))
+    return failure();
+  return verifyResize(*this, getAxes(), getDim(), getInput().getType(),
+                      getResultType(), /*grows=*/false);
+}
+
+LogicalResult StartAllToAllOp::verify() {
+  if (failed(verifyWaitedOnce(*this)))
+    return failure();
+  FailureOr<int64_t> group = groupSizeOf(*this, getAxes());
+  if (failed(group))
+    return failure();
+  RankedTensorType in = getInput().getType(), out = getResultType();
+  int64_t split = getSplitDim(), concat = getConcatDim();
+  if (split < 0 || split >= in.getRank() || concat < 0 ||
+      concat >= in.getRank() || split == concat)
+    return emitOpError("needs two different dims in range");
+  SmallVector<int64_t> expected(in.getShape());
+  if (expected[split] % *group != 0)
+    return emitOpError("split dim does not divide by the group size");
+  expected[split] /= *group;
+  expected[concat] *= *group;
+  if (out.getShape() != ArrayRef<int64_t>(expected) ||
+      out.getElementType() != in.getElementType())
+    return emitOpError("result type does not match the exchange");
+  return success();
+}
+
+/// A pending collective is waited for once, in the block that started it
+/// (so every path through the program waits for what it started).
+LogicalResult WaitOp::verify() {
+  Value pending = getPending();
+  Operation *start = pending.getDefiningOp();
+  if (!start || start->getBlock() != (*this)->getBlock())
+    return emitOpError("expects a collective started in the same block");
+  if (!pending.hasOneUse())
+    return emitOpError("expects the only use of its pending collective");
   return success();
 }
 

@@ -26,6 +26,9 @@
 #define GET_ATTRDEF_CLASSES
 #include "spmdc/Dialect/Dist/IR/DistAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "spmdc/Dialect/Dist/IR/DistOpsTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "spmdc/Dialect/Dist/IR/DistOps.h.inc"
 

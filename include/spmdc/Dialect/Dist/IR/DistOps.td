@@ -33,6 +33,7 @@ def Dist_Dialect : Dialect {
   }];
   let usePropertiesForAttributes = 0;
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
 }
 
 def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
@@ -189,6 +190,125 @@ def Dist_LocalSliceOp : Dist_Op<"local_slice", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input `axes` $axes `dim` $dim attr-dict `:` "
                        "type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous collectives: a start and a wait (--dist-async-collectives)
+//===----------------------------------------------------------------------===//
+
+def Dist_PendingType : TypeDef<Dist_Dialect, "Pending"> {
+  let mnemonic = "pending";
+  let summary = "a collective under way, which dist.wait turns into its result";
+  let description = [{
+    What a `dist.start_*` op yields: the collective has been issued and its
+    result, a tensor of type `result`, is not there yet. Only `dist.wait`
+    takes it.
+
+    ```mlir
+    !dist.pending<tensor<264xf32>>
+    ```
+  }];
+  let parameters = (ins "::mlir::RankedTensorType":$result);
+  let assemblyFormat = "`<` $result `>`";
+}
+
+/// A collective's start: the same operands and attributes as its blocking
+/// form, a `!dist.pending` of its result type instead of the result.
+class Dist_StartOp<string mnemonic, list<Trait> traits = []>
+    : Dist_Op<mnemonic, traits> {
+  let results = (outs Dist_PendingType:$pending);
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The tensor the collective yields once dist.wait has it.
+    ::mlir::RankedTensorType getResultType() {
+      return ::llvm::cast<PendingType>(getPending().getType()).getResult();
+    }
+  }];
+}
+
+def Dist_StartAllReduceOp : Dist_StartOp<"start_all_reduce"> {
+  let summary = "start a dist.all_reduce; dist.wait gives its result";
+  let description = [{
+    `dist.all_reduce` in two halves: this op issues it (on MPI a
+    non-blocking `MPI_Iallreduce`), `dist.wait` blocks until it is done
+    and yields the sum. What runs between overlaps the communication. The
+    input must stay as it is until the wait (the lowering reads it there
+    too, so bufferization writes no buffer of it in place before then).
+
+    ```mlir
+    %p = dist.start_all_reduce %g axes ["dp"] : tensor<264xf32> -> !dist.pending<tensor<264xf32>>
+    ...
+    %s = dist.wait %p : !dist.pending<tensor<264xf32>>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
+                   OptionalAttr<Dist_PhaseAttr>:$phase, OptionalAttr<StrAttr>:$origin,
+                   DefaultValuedAttr<Dist_Reduction, "::spmdc::dist::Reduction::sum">:$reduction);
+  let assemblyFormat = "$input `axes` $axes (`by` $reduction^)? attr-dict `:` "
+                       "type($input) `->` qualified(type($pending))";
+}
+
+def Dist_StartAllGatherOp : Dist_StartOp<"start_all_gather"> {
+  let summary = "start a dist.all_gather; dist.wait gives its result";
+  let description = [{
+    ```mlir
+    %p = dist.start_all_gather %shard axes ["dp"] dim 0 : tensor<16x50xf32> -> !dist.pending<tensor<32x50xf32>>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
+                   I64Attr:$dim, OptionalAttr<Dist_PhaseAttr>:$phase,
+                   OptionalAttr<StrAttr>:$origin);
+  let assemblyFormat = "$input `axes` $axes `dim` $dim attr-dict `:` "
+                       "type($input) `->` qualified(type($pending))";
+}
+
+def Dist_StartReduceScatterOp : Dist_StartOp<"start_reduce_scatter"> {
+  let summary = "start a dist.reduce_scatter; dist.wait gives its result";
+  let description = [{
+    ```mlir
+    %p = dist.start_reduce_scatter %full axes ["dp"] dim 0 : tensor<32x50xf32> -> !dist.pending<tensor<16x50xf32>>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
+                   I64Attr:$dim, OptionalAttr<Dist_PhaseAttr>:$phase,
+                   OptionalAttr<StrAttr>:$origin);
+  let assemblyFormat = "$input `axes` $axes `dim` $dim attr-dict `:` "
+                       "type($input) `->` qualified(type($pending))";
+}
+
+def Dist_StartAllToAllOp : Dist_StartOp<"start_all_to_all"> {
+  let summary = "start a dist.all_to_all; dist.wait gives its result";
+  let description = [{
+    ```mlir
+    %p = dist.start_all_to_all %x axes ["tp"] split_dim 1 concat_dim 0 : tensor<4x8xf32> -> !dist.pending<tensor<8x4xf32>>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_AxesAttr:$axes,
+                   I64Attr:$split_dim, I64Attr:$concat_dim,
+                   OptionalAttr<Dist_PhaseAttr>:$phase, OptionalAttr<StrAttr>:$origin);
+  let assemblyFormat = "$input `axes` $axes `split_dim` $split_dim "
+                       "`concat_dim` $concat_dim attr-dict `:` type($input) "
+                       "`->` qualified(type($pending))";
+}
+
+def Dist_WaitOp : Dist_Op<"wait", [
+    TypesMatchWith<"result is the pending collective's tensor", "pending",
+                   "result", "::llvm::cast<PendingType>($_self).getResult()">]> {
+  let summary = "block until a started collective is done; its result";
+  let description = [{
+    Takes the `!dist.pending` of a `dist.start_*` op (each exactly once)
+    and yields the collective's result. Every rank of the group waits for
+    its collectives, in any order; the starts are issued in the same order
+    on every rank, as the blocking collectives are.
+
+    ```mlir
+    %s = dist.wait %p : !dist.pending<tensor<264xf32>>
+    ```
+  }];
+  let arguments = (ins Dist_PendingType:$pending);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$pending attr-dict `:` qualified(type($pending))";
   let hasVerifier = 1;
 }
 

@@ -184,4 +184,48 @@ def DistBucketCollectives : Pass<"dist-bucket-collectives", "::mlir::ModuleOp"> 
                            "::spmdc::tg::TensorGraphDialect"];
 }
 
+def DistAsyncCollectives : Pass<"dist-async-collectives", "::mlir::ModuleOp"> {
+  let summary = "Overlap collectives with compute: start early, wait at first use";
+  let description = [{
+    Splits each blocking collective (all-reduce, all-gather,
+    reduce-scatter, all-to-all) whose result is not used at once into a
+    `dist.start_*` and a `dist.wait`: the start as soon as its input exists
+    (a gradient bucket's all-reduce right after its concatenation), the
+    wait just before the first op that uses the result (the optimizer's
+    update), so the ops between run while the collective is under way.
+
+    Ops that only move values (`tg.slice`, `tg.reshape`, `tg.concat`,
+    ...) move with the collective: those that take tensors out of its
+    result go down to their own first use, and a buffer assembled of
+    values the block has from its start (a ZeRO-3 group's parameters) is
+    assembled as early as they exist. Such a collective starts no earlier
+    than the wait of the collective before it: one collective ahead
+    (FSDP's prefetch of the next layer), so the gathered parameters are
+    not all alive at once. Every rank runs the same program, so every
+    rank issues the collectives in the same order, as MPI and NCCL
+    require. A collective with nothing to overlap (its result used by the
+    next op, its input made by the op before) stays blocking. The
+    collectives of one block are rewritten; a use in a nested region
+    waits before the op holding it. An input and a result stay alive from
+    the start to the wait: the gradients a bucket holds, once more.
+
+    Before, per rank (DDP, one bucket):
+    ```mlir
+    %buf = tg.concat %f1, %gb2 dim 0 : tensor<256xf32>, tensor<8xf32>
+    %x = tg.matmul %dy, %w1 : ...        // the rest of the backward
+    %r = dist.all_reduce %buf axes ["dp"] : tensor<264xf32>
+    %s = tg.slice %r dim 0 start 0 end 256 step 1 : tensor<264xf32>
+    ```
+    After:
+    ```mlir
+    %buf = tg.concat %f1, %gb2 dim 0 : tensor<256xf32>, tensor<8xf32>
+    %p = dist.start_all_reduce %buf axes ["dp"] : tensor<264xf32> -> !dist.pending<tensor<264xf32>>
+    %x = tg.matmul %dy, %w1 : ...
+    %r = dist.wait %p : !dist.pending<tensor<264xf32>>
+    %s = tg.slice %r dim 0 start 0 end 256 step 1 : tensor<264xf32>
+    ```
+  }];
+  let dependentDialects = ["::spmdc::dist::DistDialect"];
+}
+
 #endif // SPMDC_DIALECT_DIST_TRANSFORMS_PASSES_TD
