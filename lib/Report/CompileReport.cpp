@@ -1,6 +1,7 @@
 //===- CompileReport.cpp - the --report JSON of a compiled step -----------===//
 
 #include "spmdc/Report/CompileReport.h"
+#include "CollectivePayload.h"
 #include "spmdc/Dialect/Dist/IR/Dist.h"
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
@@ -66,20 +67,8 @@ static void collectCollectives(func::FuncOp fn, const dist::Mesh &mesh,
         collectCollectives(callee, mesh, out);
       continue;
     }
-    // payload_bytes: the full buffer across the group: the all_reduce
-    // buffer, the gathered output, the reduce_scatter input; for all_to_all
-    // the local buffer.
-    StringRef kind;
-    Value payload;
-    if (auto c = llvm::dyn_cast<dist::AllReduceOp>(op))
-      kind = "all_reduce", payload = c.getInput();
-    else if (auto c = llvm::dyn_cast<dist::AllGatherOp>(op))
-      kind = "all_gather", payload = c.getResult();
-    else if (auto c = llvm::dyn_cast<dist::ReduceScatterOp>(op))
-      kind = "reduce_scatter", payload = c.getInput();
-    else if (auto c = llvm::dyn_cast<dist::AllToAllOp>(op))
-      kind = "all_to_all", payload = c.getInput();
-    else
+    auto [kind, payload] = collectivePayload(op);
+    if (kind.empty())
       continue;
     auto axesAttr = op.getAttrOfType<ArrayAttr>("axes");
     nlohmann::ordered_json axes = nlohmann::ordered_json::array();

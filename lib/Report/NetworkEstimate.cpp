@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Report/NetworkEstimate.h"
+#include "CollectivePayload.h"
 #include "spmdc/Dialect/Dist/IR/Dist.h"
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
@@ -244,16 +245,7 @@ void buildSchedule(func::FuncOp fn, const dist::Mesh &mesh, const Rates &rates,
         buildSchedule(callee, mesh, rates, items, collectives);
       continue;
     }
-    StringRef kind;
-    Value payload;
-    if (auto c = llvm::dyn_cast<dist::AllReduceOp>(op))
-      kind = "all_reduce", payload = c.getInput();
-    else if (auto c = llvm::dyn_cast<dist::AllGatherOp>(op))
-      kind = "all_gather", payload = c.getResult();
-    else if (auto c = llvm::dyn_cast<dist::ReduceScatterOp>(op))
-      kind = "reduce_scatter", payload = c.getInput();
-    else if (auto c = llvm::dyn_cast<dist::AllToAllOp>(op))
-      kind = "all_to_all", payload = c.getInput();
+    auto [kind, payload] = collectivePayload(op);
     if (!kind.empty()) {
       ScheduleItem item;
       item.collective = true;

@@ -137,24 +137,30 @@ LogicalResult LocalSliceOp::verify() {
                       getType(), /*grows=*/false);
 }
 
-LogicalResult AllToAllOp::verify() {
-  FailureOr<int64_t> group = groupSizeOf(*this, getAxes());
+/// An all-to-all's types: `split` divided by the group, `concat` multiplied.
+static LogicalResult verifyExchange(Operation *op, ArrayAttr axes,
+                                    int64_t split, int64_t concat,
+                                    RankedTensorType in, RankedTensorType out) {
+  FailureOr<int64_t> group = groupSizeOf(op, axes);
   if (failed(group))
     return failure();
-  RankedTensorType in = getInput().getType(), out = getType();
-  int64_t split = getSplitDim(), concat = getConcatDim();
   if (split < 0 || split >= in.getRank() || concat < 0 ||
       concat >= in.getRank() || split == concat)
-    return emitOpError("needs two different dims in range");
+    return op->emitOpError("needs two different dims in range");
   SmallVector<int64_t> expected(in.getShape());
   if (expected[split] % *group != 0)
-    return emitOpError("split dim does not divide by the group size");
+    return op->emitOpError("split dim does not divide by the group size");
   expected[split] /= *group;
   expected[concat] *= *group;
   if (out.getShape() != ArrayRef<int64_t>(expected) ||
       out.getElementType() != in.getElementType())
-    return emitOpError("result type does not match the exchange");
+    return op->emitOpError("result type does not match the exchange");
   return success();
+}
+
+LogicalResult AllToAllOp::verify() {
+  return verifyExchange(*this, getAxes(), getSplitDim(), getConcatDim(),
+                        getInput().getType(), getType());
 }
 
 // The starts check what their blocking forms check, against the pending
@@ -193,23 +199,8 @@ LogicalResult StartReduceScatterOp::verify() {
 LogicalResult StartAllToAllOp::verify() {
   if (failed(verifyWaitedOnce(*this)))
     return failure();
-  FailureOr<int64_t> group = groupSizeOf(*this, getAxes());
-  if (failed(group))
-    return failure();
-  RankedTensorType in = getInput().getType(), out = getResultType();
-  int64_t split = getSplitDim(), concat = getConcatDim();
-  if (split < 0 || split >= in.getRank() || concat < 0 ||
-      concat >= in.getRank() || split == concat)
-    return emitOpError("needs two different dims in range");
-  SmallVector<int64_t> expected(in.getShape());
-  if (expected[split] % *group != 0)
-    return emitOpError("split dim does not divide by the group size");
-  expected[split] /= *group;
-  expected[concat] *= *group;
-  if (out.getShape() != ArrayRef<int64_t>(expected) ||
-      out.getElementType() != in.getElementType())
-    return emitOpError("result type does not match the exchange");
-  return success();
+  return verifyExchange(*this, getAxes(), getSplitDim(), getConcatDim(),
+                        getInput().getType(), getResultType());
 }
 
 /// A pending collective is waited for once, in the block that started it
