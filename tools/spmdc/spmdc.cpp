@@ -244,6 +244,12 @@ int main(int argc, char **argv) {
                     "goes with --emit=module\n";
     return 2;
   }
+  // --mlir-timing's report: the passes, and the driver's own phases around
+  // them (the context, the import, the module's bytes).
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootTiming = timing.getRootScope();
+  TimingScope contextTiming = rootTiming.nest("Context");
   // MLIR's own dialects and passes: the lowering stages run them.
   DialectRegistry registry;
   mlir::registerAllDialects(registry);
@@ -255,6 +261,7 @@ int main(int argc, char **argv) {
   spmdc::registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  contextTiming.stop();
 
   std::string errorMessage;
   llvm::SourceMgr sourceMgr;
@@ -339,18 +346,17 @@ int main(int argc, char **argv) {
   spdlog::info("importing {}", options.input);
   spmdc::ImportOptions importOptions;
   importOptions.appendLoss = options.loss;
+  TimingScope importTiming = rootTiming.nest("Import");
   OwningOpRef<ModuleOp> module =
       spmdc::importGraph(sourceMgr, *format, context, importOptions);
   if (!module)
     return 1;
+  importTiming.stop();
 
   // The passes of the stages up to --emit; MLIR's instrumentation flags
   // (--mlir-print-ir-after-all, --mlir-timing) apply to them. The report
   // and the module's signature are read at the shard stage, before the
   // lowering leaves the tensor graph.
-  DefaultTimingManager timing;
-  applyDefaultTimingManagerCLOptions(timing);
-  TimingScope rootTiming = timing.getRootScope();
   bool lowers = pipeline.emit >= spmdc::Stage::Lower;
   spmdc::PipelineOptions graphStages = pipeline;
   if (lowers)
@@ -365,7 +371,10 @@ int main(int argc, char **argv) {
       return 2;
     if (failed(build(pm)))
       return 1;
-    return failed(pm.run(*module)) || failed(verify(*module)) ? 1 : 0;
+    if (failed(pm.run(*module)))
+      return 1;
+    TimingScope verifyTiming = rootTiming.nest("Verify");
+    return failed(verify(*module)) ? 1 : 0;
   };
   if (int rc = runPasses([&](PassManager &pm) {
         return spmdc::buildPipeline(pm, graphStages);
@@ -440,6 +449,7 @@ int main(int argc, char **argv) {
     return 1;
 
   if (moduleFile) {
+    TimingScope bytecodeTiming = rootTiming.nest("Bytecode");
     llvm::raw_string_ostream program(moduleFile->program);
     fixUseListOrders(*module);
     if (failed(writeBytecodeToFile(*module, program)))
@@ -462,6 +472,7 @@ int main(int argc, char **argv) {
       moduleFile->nativeFeatures = object->features;
     }
     // The weights stream from their files into the module's tail.
+    TimingScope writeTiming = rootTiming.nest("Write");
     if (!writeOutput(options.output, errorMessage,
                      [&](const spmdc::rt::ByteSink &sink, std::string &error) {
                        return moduleFile->write(sink, error);
@@ -469,6 +480,10 @@ int main(int argc, char **argv) {
       llvm::errs() << "spmdc: error: " << errorMessage << "\n";
       return 1;
     }
+    writeTiming.stop();
+    // Freeing the lowered module's IR, timed (it was part of "Rest").
+    TimingScope freeTiming = rootTiming.nest("Free");
+    module = nullptr;
     return 0;
   }
   std::string text;
