@@ -101,9 +101,9 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
 /// The most bytes the buffers then hold at once is recorded for the report.
 static void addDeallocations(OpPassManager &pm, bool onHost) {
   pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
-  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addPass(createDropSelfRetainingDeallocs());
-  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   if (onHost)
     pm.addPass(createFreeAfterLastUse());
   pm.addPass(createRecordBufferPeak());
@@ -141,15 +141,23 @@ static void addLowerDeallocations(OpPassManager &pm) {
 /// intermediates), and basic blocks cut short for the JIT.
 static void addHostToLLVM(OpPassManager &pm) {
   pm.addPass(createApproximateMath());
-  addLowerDeallocations(pm);
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertVectorToSCFPass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  // The passes that see one function at a time run on the functions in
+  // parallel (MLIR's threads): once the loop nests are outlined, the step is
+  // many functions.
+  OpPassManager &perFunction = pm.nest<func::FuncOp>();
+  perFunction.addPass(createCSEPass());
+  perFunction.addPass(createCanonicalizerPass());
+  perFunction.addPass(createConvertBufferizationToMemRefPass());
+  perFunction.addPass(createLowerAffinePass());
+  perFunction.addPass(createConvertVectorToSCFPass());
+  perFunction.addPass(createSCFToControlFlowPass());
+  perFunction.addPass(memref::createExpandStridedMetadataPass());
+  perFunction.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addNestedPass<func::FuncOp>(createConvertVectorToLLVMPass());
-  pm.addPass(createConvertMathToLLVMPass());
+  OpPassManager &perFunctionLLVM = pm.nest<func::FuncOp>();
+  perFunctionLLVM.addPass(createConvertVectorToLLVMPass());
+  perFunctionLLVM.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createBranchlessConditionalFrees());
@@ -226,11 +234,12 @@ void buildLoweringPipeline(OpPassManager &pm, const LoweringOptions &options) {
     // ownership flags threaded through scatter loops, those loops are nests
     // of their own, and the glue between nests has none.
     addDeallocations(pm, /*onHost=*/true);
-    pm.addPass(createConvertLinalgToAffineLoopsPass());
+    OpPassManager &perFunction = pm.nest<func::FuncOp>();
+    perFunction.addPass(createConvertLinalgToAffineLoopsPass());
     VectorizeAffineLoopsOptions vectorize;
     vectorize.vectorSize = 8;
-    pm.addNestedPass<func::FuncOp>(createVectorizeAffineLoops(vectorize));
-    pm.addPass(createCanonicalizerPass());
+    perFunction.addPass(createVectorizeAffineLoops(vectorize));
+    perFunction.addPass(createCanonicalizerPass());
     pm.addPass(createOutlineLoopNests());
     addHostToLLVM(pm);
   }

@@ -24,7 +24,12 @@ struct ApproximateMathPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // The patterns add no blocks: a pass over the regions after each round
+    // would find nothing to simplify.
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config)))
       signalPassFailure();
   }
 };

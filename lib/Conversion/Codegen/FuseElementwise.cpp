@@ -72,6 +72,7 @@ struct FuseElementwisePass
     linalg::populateConstantFoldLinalgOperations(patterns, worthFusing);
     GreedyRewriteConfig config;
     config.setUseTopDownTraversal(true);
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
                                      config)))
       signalPassFailure();

@@ -13,7 +13,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
-#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace spmdc {
 #define GEN_PASS_DEF_OUTLINELOOPNESTS
@@ -29,19 +29,47 @@ bool isLoopNest(Operation &op) {
          isa<affine::AffineForOp, scf::ForOp, scf::ParallelOp>(op);
 }
 
-/// The outlined functions by their kind and their text with a placeholder
-/// name: a nest equal to one outlined before (the same loops on the same
-/// types, as each layer of a transformer has) calls that function instead
-/// of a copy, so the conversions and the JIT see each distinct nest once.
-using OutlinedByText = llvm::StringMap<func::FuncOp>;
+/// The functions outlined so far, by a hash of their kind and body: a nest
+/// equal to one outlined before (the same loops on the same types, as each
+/// layer of a transformer has) calls that function instead of a copy, so
+/// the conversions and the JIT see each distinct nest once. Equal means the
+/// same kind, type and body, locations aside (as the body's text would
+/// compare, without printing each nest: printing them was most of this
+/// pass's time on GPT-2 small).
+struct Outlined {
+  std::string kind;
+  func::FuncOp function;
+};
+using OutlinedByHash = llvm::DenseMap<size_t, SmallVector<Outlined, 1>>;
 
 constexpr llvm::StringLiteral kPlaceholder = "__outlined_nest";
 
-std::string textOf(func::FuncOp function) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  function->print(os, OpPrintingFlags().useLocalScope());
-  return text;
+size_t hashOf(StringRef kind, func::FuncOp function) {
+  llvm::hash_code hash =
+      llvm::hash_combine(kind, function.getFunctionType().getAsOpaquePointer());
+  function.getBody().walk([&](Operation *op) {
+    hash = llvm::hash_combine(
+        hash, OperationEquivalence::computeHash(
+                  op, OperationEquivalence::ignoreHashValue,
+                  OperationEquivalence::ignoreHashValue,
+                  OperationEquivalence::IgnoreLocations));
+  });
+  return hash;
+}
+
+/// The function outlined before that `function` (of `kind`) equals, if any.
+func::FuncOp findEqual(StringRef kind, func::FuncOp function,
+                       ArrayRef<Outlined> candidates) {
+  for (Outlined known : candidates)
+    if (known.kind == kind &&
+        known.function.getFunctionType() == function.getFunctionType() &&
+        known.function->getDiscardableAttrDictionary() ==
+            function->getDiscardableAttrDictionary() &&
+        OperationEquivalence::isRegionEquivalentTo(
+            &known.function.getBody(), &function.getBody(),
+            OperationEquivalence::IgnoreLocations))
+      return known.function;
+  return nullptr;
 }
 
 /// The kind of work `nest` does where a location in it names one
@@ -92,7 +120,7 @@ StringRef kindOf(Operation *nest) {
 /// the same `kind` (the work it does: map, reduce, attention_map, ...)
 /// outlined before with the same text, or a new one named `name`.
 void outline(Operation *nest, StringRef name, StringRef kind,
-             SymbolTable &symbols, OutlinedByText &outlined) {
+             SymbolTable &symbols, OutlinedByHash &outlined) {
   // What the nest uses from outside: its own operands (bounds) and values
   // its regions capture.
   SetVector<Value> used(nest->getOperands().begin(), nest->getOperands().end());
@@ -130,14 +158,14 @@ void outline(Operation *nest, StringRef name, StringRef kind,
     b.clone(*constant, mapping);
   b.clone(*nest, mapping);
   func::ReturnOp::create(b, nest->getLoc());
-  auto [known, isNew] =
-      outlined.try_emplace((kind + "\n" + textOf(function)).str(), function);
-  if (isNew) {
+  SmallVector<Outlined, 1> &candidates = outlined[hashOf(kind, function)];
+  if (func::FuncOp known = findEqual(kind, function, candidates)) {
+    function.erase();
+    function = known;
+  } else {
     function.setSymName(name);
     symbols.insert(function);
-  } else {
-    function.erase();
-    function = known->second;
+    candidates.push_back({kind.str(), function});
   }
 
   b.setInsertionPoint(nest);
@@ -150,7 +178,7 @@ struct OutlineLoopNestsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
-    OutlinedByText outlined;
+    OutlinedByHash outlined;
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     for (func::FuncOp function : functions) {
       if (function.isExternal())
