@@ -11,15 +11,22 @@ import collections
 import json
 import sys
 
-events = json.load(open(sys.argv[1]))["traceEvents"]
-rank0 = [e for e in events if e["pid"] == 0 and e["ph"] == "X"]
-steps = sorted((e for e in rank0 if e["cat"] == "step"),
-               key=lambda e: e["ts"])[1:]
-total = collections.Counter()
-for s in steps:
-    total["step"] += s["dur"]
-    for e in rank0:
-        if e["cat"] != "step" and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]:
-            total[e["cat"]] += e["dur"]
-n = max(1, len(steps))
-print({k: round(v / n / 1e3, 1) for k, v in total.items()})
+
+def per_step_ms(trace):
+    """Rank 0's ms per step: the step, and per category inside it."""
+    events = json.load(open(trace))["traceEvents"]
+    rank0 = [e for e in events if e["pid"] == 0 and e["ph"] == "X"]
+    steps = sorted((e for e in rank0 if e["cat"] == "step"),
+                   key=lambda e: e["ts"])[1:]
+    total = collections.Counter()
+    for s in steps:
+        total["step"] += s["dur"]
+        for e in rank0:
+            if e["cat"] != "step" and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]:
+                total[e["cat"]] += e["dur"]
+    n = max(1, len(steps))
+    return {k: v / n / 1e3 for k, v in total.items()}
+
+
+if __name__ == "__main__":
+    print({k: round(v, 1) for k, v in per_step_ms(sys.argv[1]).items()})

@@ -14,30 +14,17 @@ in collectives (steps after the first, averaged as bench/exposed.py does),
 with their ratios. docs/benchmarks.md records the figures.
 """
 import argparse
-import collections
 import json
 import os
 import subprocess
+import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from exposed import per_step_ms  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.join(HERE, "..", "build", "bin")
-
-
-def measured(trace):
-    """Rank 0's ms per step: the step, and per category inside it."""
-    events = json.load(open(trace))["traceEvents"]
-    rank0 = [e for e in events if e["pid"] == 0 and e["ph"] == "X"]
-    steps = sorted((e for e in rank0 if e["cat"] == "step"),
-                   key=lambda e: e["ts"])[1:]
-    total = collections.Counter()
-    for s in steps:
-        total["step"] += s["dur"]
-        for e in rank0:
-            if e["cat"] != "step" and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]:
-                total[e["cat"]] += e["dur"]
-    n = max(1, len(steps))
-    return {k: v / n / 1e3 for k, v in total.items()}
 
 
 def main():
@@ -59,7 +46,7 @@ def main():
                         str(a.nranks), "--steps", str(a.steps), "--trace",
                         trace], check=True, stdout=subprocess.DEVNULL)
         e = json.load(open(rep))["network_estimate"]
-        m = measured(trace)
+        m = per_step_ms(trace)
     rows = [("step", e["step_ms"], m["step"]),
             ("compute (measured: step - collectives)", e["compute_ms"],
              m["step"] - m.get("collective", 0)),

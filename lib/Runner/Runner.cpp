@@ -82,6 +82,14 @@ DialectRegistry allDialects() {
   return registry;
 }
 
+/// The step's arguments at their logical types, as a dataset feeds them.
+std::vector<tg::GraphValueInfo> logicalArguments(const StepSignature &signature) {
+  std::vector<tg::GraphValueInfo> logical = signature.arguments;
+  for (size_t i = 0; i < logical.size(); ++i)
+    logical[i].type = signature.argumentShardings[i].logicalType;
+  return logical;
+}
+
 /// One run, phase by phase; each phase gives an exit code where the run
 /// ends there.
 class Run {
@@ -545,9 +553,7 @@ std::optional<int> Run::buildInputs() {
   if (!options.dataset.empty()) {
     DatasetOptions datasetOptions{options.dataset, options.datasetDtype,
                                   options.shuffle, options.seed};
-    std::vector<tg::GraphValueInfo> logical = signature.arguments;
-    for (size_t i = 0; i < logical.size(); ++i)
-      logical[i].type = signature.argumentShardings[i].logicalType;
+    std::vector<tg::GraphValueInfo> logical = logicalArguments(signature);
     inputs.dataset = Dataset::open(datasetOptions, logical, errorMessage);
     if (!inputs.dataset)
       return fail(errorMessage);
@@ -677,9 +683,7 @@ std::optional<int> Run::openEvaluation() {
   // batch from the first, in order.
   DatasetOptions datasetOptions{options.evalDataset, options.datasetDtype,
                                 /*shuffle=*/false, options.seed};
-  std::vector<tg::GraphValueInfo> logical = signature.arguments;
-  for (size_t i = 0; i < logical.size(); ++i)
-    logical[i].type = signature.argumentShardings[i].logicalType;
+  std::vector<tg::GraphValueInfo> logical = logicalArguments(signature);
   evalInputs.dataset = Dataset::open(datasetOptions, logical, errorMessage);
   if (!evalInputs.dataset)
     return fail("--eval-dataset: " + errorMessage);
