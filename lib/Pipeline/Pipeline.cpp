@@ -78,7 +78,7 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createStripGraphAttributes());
   // With --overlap, collectives start early and are waited for late.
   if (options.overlap)
-    pm.addPass(dist::createDistAsyncCollectives());
+    pm.addPass(dist::createDistAsyncCollectives({options.prefetchDepth}));
   pm.addPass(createConvertDistToRuntime());
   pm.addPass(createConvertTgMatmulToBlas());
   pm.addPass(createConvertTgToLinalg());
@@ -310,6 +310,11 @@ struct LowerCpuOptions : PassPipelineOptions<LowerCpuOptions> {
       llvm::cl::desc("start collectives early, wait at first use "
                      "(--dist-async-collectives)"),
       llvm::cl::init(false)};
+  Option<unsigned> prefetchDepth{
+      *this, "prefetch-depth",
+      llvm::cl::desc("with overlap: parameter gathers under way ahead of "
+                     "the one waited for"),
+      llvm::cl::init(1)};
 };
 
 /// spmdc-lower-cuda's options: spmdc's --precision and --cuda-arch.
@@ -340,6 +345,7 @@ void registerLoweringPipelines() {
         options.precision = cpu.precision;
         options.gpuKernelsOnCpu = cpu.gpuKernelsOnCpu;
         options.overlap = cpu.overlap;
+        options.prefetchDepth = cpu.prefetchDepth;
         buildLoweringPipeline(pm, options);
       });
   PassPipelineRegistration<LowerCudaOptions>(

@@ -230,10 +230,18 @@ std::string buildCompileReport(ModuleOp module, double compileMs) {
   return report.dump(2) + "\n";
 }
 
-std::string withBufferPeak(const std::string &report, int64_t peakBytes) {
+std::string withBufferPeak(const std::string &report, int64_t peakBytes,
+                           DictionaryAttr peakBytesIn) {
   nlohmann::ordered_json json = nlohmann::ordered_json::parse(report);
-  for (auto &rank : json["per_rank"])
+  nlohmann::ordered_json in = nlohmann::ordered_json::object();
+  if (peakBytesIn)
+    for (NamedAttribute entry : peakBytesIn)
+      if (auto bytes = dyn_cast<IntegerAttr>(entry.getValue()))
+        in[entry.getName().str()] = bytes.getInt();
+  for (auto &rank : json["per_rank"]) {
     rank["peak_memory_bytes"] = peakBytes;
+    rank["peak_memory_bytes_in"] = in;
+  }
   json["peak_memory_of"] = "buffers";
   return json.dump(2) + "\n";
 }

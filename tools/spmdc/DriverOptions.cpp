@@ -45,10 +45,18 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_flag("--gpu-kernels-on-cpu", options.lowering.gpuKernelsOnCpu,
                "--target=cpu: form the kernels the CUDA target would and run "
                "them on the host, to check them without a GPU");
-  app.add_flag("--overlap,!--no-overlap", options.lowering.overlap,
-               "lower and module stages: start each collective as early as "
-               "its input exists and wait at its result's first use, so "
-               "compute overlaps communication (off by default)");
+  CLI::Option *overlap = app.add_flag(
+      "--overlap,!--no-overlap", options.lowering.overlap,
+      "lower and module stages: start each collective as early as its input "
+      "exists and wait at its result's first use, so compute overlaps "
+      "communication (off by default)");
+  app.add_option("--prefetch-depth", options.lowering.prefetchDepth,
+                 "with --overlap: how many ZeRO-3 parameter gathers may be "
+                 "under way ahead of the one waited for (default 1: one "
+                 "group ahead; each more holds one more group's parameters "
+                 "in memory; 0: none)")
+      ->check(CLI::Range(0, 64))
+      ->needs(overlap);
   app.add_flag("--aot", options.aot,
                "module stage: also compile the step's host code to native "
                "code, so spmd-run links it instead of compiling it");

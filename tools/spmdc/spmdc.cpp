@@ -408,7 +408,10 @@ int main(int argc, char **argv) {
       return true;
     if (auto peak =
             (*module)->getAttrOfType<IntegerAttr>("spmdc.buffer_peak_bytes"))
-      report = spmdc::withBufferPeak(report, peak.getInt());
+      report = spmdc::withBufferPeak(
+          report, peak.getInt(),
+          (*module)->getAttrOfType<DictionaryAttr>(
+              "spmdc.buffer_peak_bytes_in"));
     if (writeOutput(options.report, errorMessage,
                     [&](const spmdc::rt::ByteSink &sink, std::string &) {
                       return sink(report.data(), report.size());

@@ -219,7 +219,11 @@ def RecordBufferPeak : Pass<"record-buffer-peak", "::mlir::ModuleOp"> {
     it runs. The highest total, plus the bytes of the entry's arguments, is
     set on the module as `spmdc.buffer_peak_bytes`; `spmdc --report` gives
     it as `peak_memory_bytes`. It is what the compiled step allocates: the
-    tensor-level estimate counts values that fusion never allocates.
+    tensor-level estimate counts values that fusion never allocates. The
+    highest total while each called function runs (arguments included) is
+    set as `spmdc.buffer_peak_bytes_in` (`{backward = ..., forward = ...}`;
+    the report's `peak_memory_bytes_in`), which shows where the peak is
+    and what a phase's own choices (--prefetch-depth) cost it.
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"main\"",

@@ -44,6 +44,9 @@ struct LoweringOptions {
   /// Collectives that overlap the compute (--dist-async-collectives: each
   /// started as early as its input exists, waited for at its first use).
   bool overlap = false;
+  /// With overlap: how many parameter gathers may be under way ahead of the
+  /// one waited for (each holds one more group's parameters).
+  unsigned prefetchDepth = 1;
 };
 
 } // namespace spmdc

@@ -25,8 +25,10 @@ int64_t estimatePeakMemory(mlir::ModuleOp module);
 std::string buildCompileReport(mlir::ModuleOp module, double compileMs);
 
 /// `report` with each rank's peak_memory_bytes the lowered step's own
-/// (--record-buffer-peak), in place of the estimate from the tensor graph.
-std::string withBufferPeak(const std::string &report, int64_t peakBytes);
+/// (--record-buffer-peak), in place of the estimate from the tensor graph,
+/// and peak_memory_bytes_in the peak while each function of the step runs.
+std::string withBufferPeak(const std::string &report, int64_t peakBytes,
+                           mlir::DictionaryAttr peakBytesIn);
 
 } // namespace spmdc
 

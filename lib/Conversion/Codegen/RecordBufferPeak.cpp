@@ -74,8 +74,14 @@ public:
           actuals.push_back(isa<BaseMemRefType>(operand.getType())
                                 ? resolve(operand)
                                 : Value());
-        for (auto [result, buffer] :
-             llvm::zip(callOp.getResults(), call(callee, actuals)))
+        // The peak while inside the callee, kept per function.
+        int64_t peakBefore = peak;
+        peak = live;
+        SmallVector<Value> returned = call(callee, actuals);
+        int64_t &inside = peakIn[callee.getSymName()];
+        inside = std::max(inside, peak);
+        peak = std::max(peakBefore, peak);
+        for (auto [result, buffer] : llvm::zip(callOp.getResults(), returned))
           if (buffer)
             bufferOfValue[result] = buffer;
       } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -96,6 +102,8 @@ public:
   }
 
   int64_t peak = 0;
+  /// The most bytes live while each called function runs.
+  llvm::StringMap<int64_t> peakIn;
 
 private:
   void allocate(Value buffer, int64_t bytes) {
@@ -134,6 +142,11 @@ struct RecordBufferPeakPass
     Builder b(module.getContext());
     module->setAttr("spmdc.buffer_peak_bytes",
                     b.getI64IntegerAttr(arguments + simulation.peak));
+    SmallVector<NamedAttribute> peakIn;
+    for (const auto &entry : simulation.peakIn)
+      peakIn.push_back(b.getNamedAttr(
+          entry.getKey(), b.getI64IntegerAttr(arguments + entry.getValue())));
+    module->setAttr("spmdc.buffer_peak_bytes_in", b.getDictionaryAttr(peakIn));
   }
 };
 

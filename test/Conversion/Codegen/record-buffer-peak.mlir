@@ -4,8 +4,9 @@
 // temporary (128) at once, 192; back in @main its result stays held and
 // %b adds 256 (320); the loop's buffer adds 16 while it runs: 336. The
 // peak is 32 + 336. The dealloc that retains @make's result frees only %b.
+// While @make runs, the most is 32 + 192.
 
-// CHECK: module attributes {spmdc.buffer_peak_bytes = 368 : i64}
+// CHECK: module attributes {spmdc.buffer_peak_bytes = 368 : i64, spmdc.buffer_peak_bytes_in = {make = 224 : i64}}
 
 func.func private @make() -> memref<16xf32> {
   %true = arith.constant true

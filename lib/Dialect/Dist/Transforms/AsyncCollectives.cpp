@@ -8,11 +8,13 @@
 // all-gather behind the layer before it).
 //
 // Every rank runs the same program, so every rank issues the collectives in
-// the same (new) order, as MPI and NCCL require. A collective of a value that is
-// there from the block's start (a parameter ZeRO-3 gathers) starts no
-// earlier than the wait of the collective before it: one collective ahead,
-// as FSDP prefetches one layer ahead, rather than every parameter gathered
-// at once.
+// the same (new) order, as MPI and NCCL require. A collective of a value that
+// is there from the block's start (a parameter ZeRO-3 gathers) is a
+// prefetch: it starts no earlier than the wait of the prefetch `depth`
+// before it (prefetch-depth, 1 by default: one group ahead, as FSDP
+// prefetches one layer ahead), rather than every parameter gathered at
+// once. Only prefetches count: a gradient's reduce-scatter, waited for at
+// the update, must not hold back the backward's next gather.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +24,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallPtrSet.h"
+
+#include <algorithm>
 
 namespace spmdc::dist {
 #define GEN_PASS_DEF_DISTASYNCCOLLECTIVES
@@ -139,64 +143,122 @@ Operation *hoistMoving(Operation *op, Block &block, Operation *floor) {
   return after;
 }
 
-/// Rewrites the collectives of one block, in program order.
-void overlapBlock(Block &block) {
+/// Whether `value` is there from `block`'s start: an argument, a value from
+/// outside, or one assembled of such values by ops that only move values
+/// (a ZeRO-3 group's flat buffer of its parameters).
+bool fromBlockStart(Value value, Block &block) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != &block)
+    return true;
+  return def->hasTrait<tg::OpTrait::MovesValues>() &&
+         llvm::all_of(def->getOperands(), [&](Value operand) {
+           return fromBlockStart(operand, block);
+         });
+}
+
+/// Rewrites the collectives of one block, in program order. A prefetch (a
+/// collective of a value there from the start) starts after the wait of the
+/// prefetch `prefetchDepth` before it, and after the start of the one just
+/// before it, so they are issued in the order they are needed; with depth 0
+/// it starts where it was. A reduction starts as soon as its input exists;
+/// at most max(prefetchDepth, 1) of them are under way at once, since each
+/// holds its (full-size) input until its wait.
+void overlapBlock(Block &block, unsigned prefetchDepth) {
   SmallVector<Operation *> collectives;
   for (Operation &op : block)
     if (isBlockingCollective(&op))
       collectives.push_back(&op);
-  // The wait of the collective before (null at the block's start): where a
-  // collective of a value the block has from its start may start.
-  Operation *previousWait = nullptr;
+  // Where each prefetch so far is waited for (or runs, if left blocking),
+  // and where the last one was issued.
+  SmallVector<Operation *> prefetchWaits;
+  Operation *lastPrefetchIssue = nullptr;
+  // The waits of the started reductions (collectives of computed values, a
+  // gradient bucket's all-reduce or a group's reduce-scatter), in order.
+  SmallVector<Operation *> reductionWaits;
+  unsigned reductionsUnderWay = std::max(prefetchDepth, 1u);
   for (Operation *op : collectives) {
     Value result = op->getResult(0);
+    Value input = op->getOperand(0);
+    bool prefetch = fromBlockStart(input, block);
+    // The earliest point a prefetch may start after (null: the block's
+    // start); the op before it for depth 0, so that it stays in place.
+    Operation *floor = nullptr;
+    if (prefetch && prefetchDepth == 0)
+      floor = op->getPrevNode();
+    else if (prefetch)
+      floor = later(prefetchWaits.size() >= prefetchDepth
+                        ? prefetchWaits[prefetchWaits.size() - prefetchDepth]
+                        : nullptr,
+                    lastPrefetchIssue);
+    Operation *waitPoint = op;
     llvm::SmallPtrSet<Operation *, 16> sunk;
     sinkMovingUsers(result, block, sunk);
     Operation *use = firstUser(result, &block);
-    if (!use)
+    if (!use) {
+      if (prefetch) {
+        prefetchWaits.push_back(op);
+        lastPrefetchIssue = op;
+      }
       continue;
+    }
     // As early as the input exists.
     Operation *after = nullptr;
-    Value input = op->getOperand(0);
     Operation *def = input.getDefiningOp();
     if (def && def->getBlock() == &block &&
         def->hasTrait<tg::OpTrait::MovesValues>()) {
-      // A buffer assembled of values (a ZeRO-3 group's parameters): made
-      // as early as they exist, but not above the collective before.
-      hoistMoving(def, block, previousWait);
+      // A buffer assembled of values: made as early as they exist, and a
+      // prefetch's not above its floor.
+      hoistMoving(def, block, floor);
       after = def;
     } else if (def && def->getBlock() == &block) {
       after = def;
     } else {
-      after = previousWait;
+      after = floor;
     }
     // Never later than where the collective was.
     if (after && after != op && !after->isBeforeInBlock(op))
       after = op->getPrevNode();
     Operation *startPoint = after ? after->getNextNode() : &block.front();
     // Nothing would run between the start and the wait: leave it blocking.
-    if (startPoint == op && op->getNextNode() == use) {
-      previousWait = op;
-      continue;
+    Operation *issue = op;
+    if (!(startPoint == op && op->getNextNode() == use)) {
+      OpBuilder b(op->getContext());
+      b.setInsertionPoint(startPoint);
+      Value pending = createStart(b, op);
+      issue = pending.getDefiningOp();
+      b.setInsertionPoint(use);
+      auto wait = WaitOp::create(b, op->getLoc(), result.getType(), pending);
+      result.replaceAllUsesWith(wait.getResult());
+      op->erase();
+      waitPoint = wait;
+      // A started reduction holds its input and its result until its wait:
+      // the one `reductionsUnderWay` before is waited for by this start.
+      if (!prefetch) {
+        if (reductionWaits.size() >= reductionsUnderWay) {
+          Operation *earlier =
+              reductionWaits[reductionWaits.size() - reductionsUnderWay];
+          Operation *earlierStart = earlier->getOperand(0).getDefiningOp();
+          if (issue->isBeforeInBlock(earlier) &&
+              earlierStart->isBeforeInBlock(issue))
+            earlier->moveBefore(issue);
+        }
+        reductionWaits.push_back(wait);
+      }
     }
-    OpBuilder b(op->getContext());
-    b.setInsertionPoint(startPoint);
-    Value pending = createStart(b, op);
-    b.setInsertionPoint(use);
-    auto wait =
-        WaitOp::create(b, op->getLoc(), result.getType(), pending);
-    result.replaceAllUsesWith(wait.getResult());
-    op->erase();
-    previousWait = wait;
+    if (prefetch) {
+      prefetchWaits.push_back(waitPoint);
+      lastPrefetchIssue = issue;
+    }
   }
 }
 
 struct DistAsyncCollectivesPass
     : spmdc::dist::impl::DistAsyncCollectivesBase<DistAsyncCollectivesPass> {
+  using DistAsyncCollectivesBase::DistAsyncCollectivesBase;
   void runOnOperation() override {
-    getOperation().walk([](func::FuncOp fn) {
+    getOperation().walk([&](func::FuncOp fn) {
       for (Block &block : fn.getBody())
-        overlapBlock(block);
+        overlapBlock(block, prefetchDepth);
     });
   }
 };

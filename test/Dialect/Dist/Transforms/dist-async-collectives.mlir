@@ -65,3 +65,35 @@ module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}} {
     return %h1, %s : tensor<4x4xf32>, tensor<2x4xf32>
   }
 }
+
+// -----
+
+// The backward of ZeRO-3: a layer's gradient is reduce-scattered (waited
+// for at the return) before the next layer's parameters are gathered. Only
+// prefetches count for the depth, so that reduce-scatter does not hold the
+// gather back: w0 starts right after w1's gather, before layer 1 computes.
+// A reduce-scatter holds its full-size input until its wait, so at most one
+// is under way: g1's is waited for before g0's starts.
+// CHECK-LABEL: func.func @backward
+// CHECK-NEXT: %[[A1:.*]] = dist.all_gather %arg1 axes ["dp"] dim 0 {origin = "w1"}
+// CHECK-NEXT: %[[P0:.*]] = dist.start_all_gather %arg0 axes ["dp"] dim 0 {origin = "w0"}
+// CHECK-NEXT: %[[H1:.*]] = tg.matmul %arg2, %[[A1]]
+// CHECK-NEXT: %[[PS1:.*]] = dist.start_reduce_scatter %[[H1]] axes ["dp"] dim 0 {origin = "g1"}
+// CHECK-NEXT: %[[W0:.*]] = dist.wait %[[P0]]
+// CHECK-NEXT: %[[H0:.*]] = tg.matmul %[[H1]], %[[W0]]
+// CHECK-NEXT: %[[S1:.*]] = dist.wait %[[PS1]]
+// CHECK-NEXT: %[[PS0:.*]] = dist.start_reduce_scatter %[[H0]] axes ["dp"] dim 0 {origin = "g0"}
+// CHECK-NEXT: %[[S0:.*]] = dist.wait %[[PS0]]
+// CHECK-NEXT: return %[[S1]], %[[S0]]
+module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}} {
+  func.func @backward(%w0: tensor<2x4xf32>, %w1: tensor<2x4xf32>, %dy: tensor<4x4xf32>)
+      -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+    %a1 = dist.all_gather %w1 axes ["dp"] dim 0 {origin = "w1"} : tensor<2x4xf32> -> tensor<4x4xf32>
+    %h1 = tg.matmul %dy, %a1 : tensor<4x4xf32>, tensor<4x4xf32>
+    %s1 = dist.reduce_scatter %h1 axes ["dp"] dim 0 {origin = "g1"} : tensor<4x4xf32> -> tensor<2x4xf32>
+    %a0 = dist.all_gather %w0 axes ["dp"] dim 0 {origin = "w0"} : tensor<2x4xf32> -> tensor<4x4xf32>
+    %h0 = tg.matmul %h1, %a0 : tensor<4x4xf32>, tensor<4x4xf32>
+    %s0 = dist.reduce_scatter %h0 axes ["dp"] dim 0 {origin = "g0"} : tensor<4x4xf32> -> tensor<2x4xf32>
+    return %s1, %s0 : tensor<2x4xf32>, tensor<2x4xf32>
+  }
+}

@@ -199,9 +199,13 @@ def DistAsyncCollectives : Pass<"dist-async-collectives", "::mlir::ModuleOp"> {
     result go down to their own first use, and a buffer assembled of
     values the block has from its start (a ZeRO-3 group's parameters) is
     assembled as early as they exist. Such a collective starts no earlier
-    than the wait of the collective before it: one collective ahead
-    (FSDP's prefetch of the next layer), so the gathered parameters are
-    not all alive at once. Every rank runs the same program, so every
+    than the wait of the prefetch `prefetch-depth` before it (a prefetch:
+    a collective of a value there from the start): with the default 1, one
+    group ahead (FSDP's prefetch of the next layer), so the gathered
+    parameters are not all alive at once; each step of depth holds one
+    more group's gathered parameters; 0 starts each where it was. A
+    gradient's reduce-scatter does not count, so the backward prefetches
+    too. Every rank runs the same program, so every
     rank issues the collectives in the same order, as MPI and NCCL
     require. A collective with nothing to overlap (its result used by the
     next op, its input made by the op before) stays blocking. The
@@ -225,6 +229,11 @@ def DistAsyncCollectives : Pass<"dist-async-collectives", "::mlir::ModuleOp"> {
     %s = tg.slice %r dim 0 start 0 end 256 step 1 : tensor<264xf32>
     ```
   }];
+  let options = [
+    Option<"prefetchDepth", "prefetch-depth", "unsigned", "1",
+           "how many prefetches ahead of the one waited for may be under "
+           "way; 0: none">,
+  ];
   let dependentDialects = ["::spmdc::dist::DistDialect"];
 }
 
