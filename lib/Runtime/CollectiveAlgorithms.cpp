@@ -390,12 +390,54 @@ void releaseTransportScratch(const spmd_rt_transport *transport) {
 } // namespace spmdc::rt::collectives
 
 //===----------------------------------------------------------------------===//
-// Started collectives: MPI's non-blocking collectives, kept in a table from
+// Started collectives: MPI's non-blocking collectives, or a transport's
+// started ones (NCCL on its communication stream), kept in a table from
 // spmd_collective_start_<dtype> to spmd_collective_wait.
+//
+// The layout work is the blocking path's, split at the transfer: chunks
+// along a non-leading dim are packed on the host at the start and the
+// received blocks unpacked on the host at the wait, once the transfer is
+// done, so every layout can be started. On the CUDA target this is safe
+// because the compute stream is idle whenever the host runs (every launch
+// waits for it) and NCCL's transport starts collectives only on devices
+// where the host may touch managed memory while the device runs
+// (NcclTransport.cpp); the staging buffers are the collective's own, not
+// the shared scratch, since several may be under way.
 //===----------------------------------------------------------------------===//
 
 namespace spmdc::rt::collectives {
 namespace {
+
+/// A started collective's own staging buffer: host memory on MPI, the
+/// transport's (device memory) with one; freed with the collective.
+class Staging {
+public:
+  Staging() = default;
+  Staging(const spmd_rt_transport *transport, size_t bytes)
+      : transport(transport) {
+    bytes = std::max<size_t>(bytes, 1);
+    data = static_cast<char *>(transport ? transport->alloc(bytes)
+                                         : std::malloc(bytes));
+    if (!data)
+      fail("spmd_collective_start", "cannot allocate %zu bytes", bytes);
+  }
+  Staging(Staging &&other) noexcept { *this = std::move(other); }
+  Staging &operator=(Staging &&other) noexcept {
+    std::swap(transport, other.transport);
+    std::swap(data, other.data);
+    return *this;
+  }
+  ~Staging() {
+    if (data)
+      transport ? transport->release(data) : std::free(data);
+  }
+  char *get() const { return data; }
+  explicit operator bool() const { return data; }
+
+private:
+  const spmd_rt_transport *transport = nullptr;
+  char *data = nullptr;
+};
 
 /// One collective under way.
 struct Started {
@@ -404,10 +446,14 @@ struct Started {
   /// What the watchdog names while the wait blocks.
   const char *waitCall = nullptr;
   std::vector<int32_t> axes;
+  /// On MPI: its requests. With a transport: the transport and the token
+  /// its start gave.
   std::vector<MPI_Request> requests;
+  const spmd_rt_transport *transport = nullptr;
+  void *token = nullptr;
   /// Packed chunks to send, and received blocks to unpack into `out` at
   /// the wait (`unpackOuter` rows of `unpackRow` bytes per member).
-  std::vector<char> packed, received;
+  Staging packed, received;
   char *out = nullptr;
   Group group;
   int64_t unpackOuter = 0;
@@ -497,6 +543,7 @@ void configureProgress(StartedTable &table) {
 int64_t startCollective(int32_t kind, const void *in, void *out, int32_t rank,
                         const int64_t *inShape, int32_t dim, int32_t dim2,
                         int32_t dtype, const int32_t *axes, int32_t numAxes,
+                        const spmd_rt_transport *transport,
                         std::string traceName, std::string traceArgs) {
   static const char *const waitCalls[] = {
       "the wait of spmd_all_reduce", "the wait of spmd_all_gather",
@@ -525,66 +572,48 @@ int64_t startCollective(int32_t kind, const void *in, void *out, int32_t rank,
     fail(call, "null buffer");
   if (g.size == 1)
     fail(call, "a group of one has nothing to start");
+  if (transport && (!transport->start || !transport->test))
+    fail(call, "%s cannot start collectives", transport->name);
   StartedTable &table = startedTable();
   configureProgress(table);
   Started s;
   s.call = call;
   s.waitCall = waitCalls[which];
   s.axes.assign(axes, axes + numAxes);
+  s.transport = transport;
   s.out = static_cast<char *>(out);
   s.group = g;
   s.traceName = std::move(traceName);
   s.traceArgs = std::move(traceArgs);
   s.startMicros = trace::enabled() ? trace::nowMicros() : 0;
   injectTestFault();
-  auto issue = [&](int rc, const char *mpiCall) { checkMpi(rc, call, mpiCall); };
-  auto request = [&]() -> MPI_Request * {
-    s.requests.push_back(MPI_REQUEST_NULL);
-    return &s.requests.back();
-  };
+
+  // What the transfer sends and where it receives, packed as the blocking
+  // collectives pack; `block`: elements per member (all elements for an
+  // all-reduce).
+  const void *send = in;
+  void *to = out;
+  int64_t block = l.count();
   switch (kind) {
-  case SPMD_COLLECTIVE_ALL_REDUCE:
-  case SPMD_COLLECTIVE_ALL_REDUCE_MAX: {
-    int64_t count = l.count();
-    std::memcpy(out, in, bytes);
-    const int64_t piece = int64_t(1) << 30;
-    s.requests.reserve((count + piece - 1) / piece);
-    for (int64_t done = 0; done < count; done += piece) {
-      int n = static_cast<int>(std::min(piece, count - done));
-      issue(MPI_Iallreduce(MPI_IN_PLACE, s.out + done * t.bytes, n, t.mpi,
-                           max ? MPI_MAX : MPI_SUM, g.comm, request()),
-            "MPI_Iallreduce");
-    }
-    break;
-  }
-  case SPMD_COLLECTIVE_ALL_GATHER: {
-    int block = blockCount(call, l.count());
-    void *to = out;
+  case SPMD_COLLECTIVE_ALL_GATHER:
+    block = blockCount(call, l.count());
     if (!contiguousIdentity(g, l.outer)) {
-      s.received.resize(bytes * g.size);
-      to = s.received.data();
+      s.received = Staging(transport, bytes * g.size);
+      to = s.received.get();
       s.unpackOuter = l.outer;
       s.unpackRow = l.dimSize * l.inner * t.bytes;
     }
-    issue(MPI_Iallgather(in, block, t.mpi, to, block, t.mpi, g.comm,
-                         request()),
-          "MPI_Iallgather");
     break;
-  }
   case SPMD_COLLECTIVE_REDUCE_SCATTER: {
     checkDivisible(call, l, g.size, dim, "dim");
     int64_t chunkRows = l.dimSize / g.size;
-    int block = blockCount(call, l.outer * chunkRows * l.inner);
-    const void *send = in;
+    block = blockCount(call, l.outer * chunkRows * l.inner);
     if (!contiguousIdentity(g, l.outer)) {
-      s.packed.resize(bytes);
-      packChunks(s.packed.data(), static_cast<const char *>(in), g, l.outer,
+      s.packed = Staging(transport, bytes);
+      packChunks(s.packed.get(), static_cast<const char *>(in), g, l.outer,
                  chunkRows * l.inner * t.bytes);
-      send = s.packed.data();
+      send = s.packed.get();
     }
-    issue(MPI_Ireduce_scatter_block(send, out, block, t.mpi, MPI_SUM, g.comm,
-                                    request()),
-          "MPI_Ireduce_scatter_block");
     break;
   }
   case SPMD_COLLECTIVE_ALL_TO_ALL: {
@@ -594,26 +623,67 @@ int64_t startCollective(int32_t kind, const void *in, void *out, int32_t rank,
     std::vector<int64_t> chunkShape(inShape, inShape + rank);
     chunkShape[dim] /= g.size;
     Layout concat = layoutOf(call, rank, chunkShape.data(), dim2, "concat_dim");
-    int block = blockCount(call, concat.count());
-    const void *send = in;
+    block = blockCount(call, concat.count());
     if (!contiguousIdentity(g, split.outer)) {
-      s.packed.resize(bytes);
-      packChunks(s.packed.data(), static_cast<const char *>(in), g,
-                 split.outer, chunkShape[dim] * split.inner * t.bytes);
-      send = s.packed.data();
+      s.packed = Staging(transport, bytes);
+      packChunks(s.packed.get(), static_cast<const char *>(in), g, split.outer,
+                 chunkShape[dim] * split.inner * t.bytes);
+      send = s.packed.get();
     }
-    void *to = out;
     if (!contiguousIdentity(g, concat.outer)) {
-      s.received.resize(bytes);
-      to = s.received.data();
+      s.received = Staging(transport, bytes);
+      to = s.received.get();
       s.unpackOuter = concat.outer;
       s.unpackRow = concat.dimSize * concat.inner * t.bytes;
     }
-    issue(MPI_Ialltoall(send, block, t.mpi, to, block, t.mpi, g.comm,
-                        request()),
-          "MPI_Ialltoall");
     break;
   }
+  default:
+    break;
+  }
+
+  if (transport) {
+    checkTransport(
+        call, transport,
+        transport->start(kind, send, to, block, dtype, g.mask, &s.token));
+  } else {
+    auto issue = [&](int rc, const char *mpiCall) {
+      checkMpi(rc, call, mpiCall);
+    };
+    auto request = [&]() -> MPI_Request * {
+      s.requests.push_back(MPI_REQUEST_NULL);
+      return &s.requests.back();
+    };
+    int n = static_cast<int>(block);
+    switch (kind) {
+    case SPMD_COLLECTIVE_ALL_REDUCE:
+    case SPMD_COLLECTIVE_ALL_REDUCE_MAX: {
+      // In place on `out`, in pieces within MPI's int counts.
+      std::memcpy(out, in, bytes);
+      const int64_t piece = int64_t(1) << 30;
+      s.requests.reserve((block + piece - 1) / piece);
+      for (int64_t done = 0; done < block; done += piece) {
+        int count = static_cast<int>(std::min(piece, block - done));
+        issue(MPI_Iallreduce(MPI_IN_PLACE, s.out + done * t.bytes, count, t.mpi,
+                             max ? MPI_MAX : MPI_SUM, g.comm, request()),
+              "MPI_Iallreduce");
+      }
+      break;
+    }
+    case SPMD_COLLECTIVE_ALL_GATHER:
+      issue(MPI_Iallgather(send, n, t.mpi, to, n, t.mpi, g.comm, request()),
+            "MPI_Iallgather");
+      break;
+    case SPMD_COLLECTIVE_REDUCE_SCATTER:
+      issue(MPI_Ireduce_scatter_block(send, to, n, t.mpi, MPI_SUM, g.comm,
+                                      request()),
+            "MPI_Ireduce_scatter_block");
+      break;
+    case SPMD_COLLECTIVE_ALL_TO_ALL:
+      issue(MPI_Ialltoall(send, n, t.mpi, to, n, t.mpi, g.comm, request()),
+            "MPI_Ialltoall");
+      break;
+    }
   }
   std::lock_guard<std::mutex> lock(table.mutex);
   int64_t handle = table.next++;
@@ -640,11 +710,20 @@ void waitCollective(int64_t handle) {
     // thread is never shut out; sleeps as the blocking collectives do
     // where ranks share cores.
     int64_t spinUntil = nowNs() + 20000, pauseNs = 10000;
+    // A transport's collective is polled too (NCCL: its done event), so
+    // that one which never completes is the watchdog's, as on MPI.
     while (true) {
       int done = 0;
-      checkMpi(MPI_Testall(static_cast<int>(s.requests.size()),
-                           s.requests.data(), &done, MPI_STATUSES_IGNORE),
-               s.call, "MPI_Testall");
+      if (s.transport) {
+        int32_t complete = 0;
+        checkTransport(s.call, s.transport,
+                       s.transport->test(s.token, &complete));
+        done = complete;
+      } else {
+        checkMpi(MPI_Testall(static_cast<int>(s.requests.size()),
+                             s.requests.data(), &done, MPI_STATUSES_IGNORE),
+                 s.call, "MPI_Testall");
+      }
       if (done)
         break;
       lock.unlock();
@@ -660,8 +739,8 @@ void waitCollective(int64_t handle) {
   table.live.erase(handle);
   table.count.fetch_sub(1, std::memory_order_relaxed);
   lock.unlock();
-  if (!done.received.empty())
-    unpackChunks(done.out, done.received.data(), done.group, done.unpackOuter,
+  if (done.received)
+    unpackChunks(done.out, done.received.get(), done.group, done.unpackOuter,
                  done.unpackRow);
   if (trace::enabled()) {
     // The span from start to wait on a track of its own, and the wait's

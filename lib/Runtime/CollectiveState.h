@@ -196,20 +196,24 @@ int allToAll(const void *in, void *out, int32_t rank, const int64_t *inShape,
 int localSlice(const void *in, void *out, int32_t rank, const int64_t *inShape,
                int32_t dim, int32_t dtype, const int32_t *axes,
                int32_t numAxes);
-/// Starts on MPI, non-blocking, the collective `kind` (an
-/// spmd_collective_kind other than a local slice) over a group of more
-/// than one member, on host buffers, as spmd_collective_<dtype> runs it;
-/// `in` must stay and `out` goes unread until waitCollective. Returns the
-/// handle. The trace names it `traceName` with `traceArgs`.
+/// Starts, non-blocking, the collective `kind` (an spmd_collective_kind
+/// other than a local slice) over a group of more than one member, as
+/// spmd_collective_<dtype> runs it: on MPI on host buffers, or through
+/// `transport`'s start (which it must have) on its buffers; `in` must stay
+/// and `out` goes unread until waitCollective. Returns the handle. The
+/// trace names it `traceName` with `traceArgs`.
 int64_t startCollective(int32_t kind, const void *in, void *out, int32_t rank,
                         const int64_t *inShape, int32_t dim, int32_t dim2,
                         int32_t dtype, const int32_t *axes, int32_t numAxes,
+                        const spmd_rt_transport *transport,
                         std::string traceName, std::string traceArgs);
 /// Blocks (under the watchdog) until the collective `handle` names is done
 /// and finishes its layout work; its trace events end here.
 void waitCollective(int64_t handle);
 /// One MPI_Test of every started collective's requests, so MPI advances
 /// them while compiled code computes (SPMD_RT_PROGRESS=test, the default).
+/// A transport's started collectives advance on their own (NCCL: on the
+/// device).
 void progressCollectives();
 /// Frees the transport's scratch buffers (before it finalizes).
 void releaseTransportScratch(const spmd_rt_transport *transport);

@@ -271,8 +271,9 @@ void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
 }
 
 /// A started collective (spmd_collective_start_<dtype>): on MPI, its
-/// non-blocking form; where nothing would be under way (a group of one, a
-/// local slice) or an installed transport carries the bytes, the blocking
+/// non-blocking form; with a transport, the transport's start (NCCL on its
+/// communication stream); where nothing would be under way (a group of
+/// one, a local slice) or the transport cannot start one, the blocking
 /// collective now, and handle 0, whose wait does nothing.
 int64_t startCollective(int32_t dtype, size_t elementBytes, int32_t kind,
                         int64_t dim, int64_t dim2, int64_t axesCode,
@@ -284,7 +285,9 @@ int64_t startCollective(int32_t dtype, size_t elementBytes, int32_t kind,
   for (int64_t code = axesCode; code; code >>= 4)
     axes.push_back(static_cast<int32_t>((code & 15) - 1));
   auto numAxes = static_cast<int32_t>(axes.size());
-  if (kind == SPMD_COLLECTIVE_LOCAL_SLICE || state().transport ||
+  const spmd_rt_transport *transport = state().transport;
+  if (kind == SPMD_COLLECTIVE_LOCAL_SLICE ||
+      (transport && (!transport->start || !transport->test)) ||
       resolveGroup(call, axes.data(), numAxes).size == 1) {
     collective(dtype, elementBytes, kind, dim, dim2, axesCode, inRank, inDesc,
                outRank, outDesc);
@@ -294,8 +297,8 @@ int64_t startCollective(int32_t dtype, size_t elementBytes, int32_t kind,
   spmdc::rt::MemRefView out = viewOf(call, outRank, outDesc, elementBytes);
   return spmdc::rt::collectives::startCollective(
       kind, in.data, out.data, static_cast<int32_t>(inRank), in.shape.data(),
-      static_cast<int32_t>(dim), static_cast<int32_t>(dim2), dtype,
-      axes.data(), numAxes, traceName(kind),
+      static_cast<int32_t>(dim), static_cast<int32_t>(dim2), dtype, axes.data(),
+      numAxes, transport, traceName(kind),
       spmdc::rt::trace::enabled() ? traceArgs(in, elementBytes, axes)
                                   : std::string());
 }

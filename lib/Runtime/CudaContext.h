@@ -1,6 +1,6 @@
 //===- CudaContext.h - what the CUDA runtime's files share ------*- C++ -*-===//
 //
-// The one stream all device work goes to, the cuBLAS handle, and the
+// The compute stream, the device, the cuBLAS handle, and the
 // failure path, shared by CudaRuntime.cpp, CudaBlas.cpp and
 // NcclTransport.cpp. Internal to libspmdc_runtime_cuda.
 //
@@ -15,8 +15,12 @@
 
 namespace spmdc::cuda {
 
-/// The stream of every kernel, GEMM and collective.
+/// The compute stream: every kernel and GEMM. NCCL has a stream of its
+/// own (NcclTransport.cpp).
 CUstream stream();
+
+/// This process's device.
+CUdevice device();
 
 /// Ends the job with `spmd-run: rank R: step S: <call>: <message>`.
 [[noreturn]] void fail(const char *call, const std::string &message);

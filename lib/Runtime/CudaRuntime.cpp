@@ -128,6 +128,8 @@ double launchFootprint(const Context::Kernel &kernel, void **params) {
 
 CUstream stream() { return context().stream; }
 
+CUdevice device() { return context().device; }
+
 void fail(const char *call, const std::string &message) {
   Context &c = context();
   if (c.fail)

@@ -11,6 +11,8 @@
 //       `check` through what compiled code calls (spmd_collective_<dtype>
 //       on descriptors), over MPI, or over the NCCL transport of the CUDA
 //       runtime library CUDA_RUNTIME (on the fake stack without GPUs)
+//   spmdc-collectives-test check-started MESH [CUDA_RUNTIME]
+//       the same through spmd_collective_start_<dtype> and its wait
 //
 // MESH is the mesh shape, "2x2" or "4". `check` runs every collective over
 // every ordered list of mesh axes (the empty list too), every dtype and
@@ -207,6 +209,9 @@ std::string axesText(const Axes &axes) {
 //===----------------------------------------------------------------------===//
 
 bool viaCompiledAbi = false;
+/// With viaCompiledAbi: spmd_collective_start_<dtype>, then its wait
+/// (check-started), instead of spmd_collective_<dtype>.
+bool viaStarted = false;
 
 /// Calls spmd_collective_<dtype> of `kind` on contiguous row-major buffers.
 void compiledCollective(int32_t kind, int32_t dim, int32_t dim2, int32_t dtype,
@@ -232,8 +237,25 @@ void compiledCollective(int32_t kind, int32_t dim, int32_t dim2, int32_t dtype,
     packed |= int64_t(axes[i] + 1) << (4 * i);
   std::vector<int64_t> inDesc = descriptor(in, inShape),
                        outDesc = descriptor(out, outShape);
-  byDtype[dtype](kind, dim, dim2, packed, inShape.size(), inDesc.data(),
-                 outShape.size(), outDesc.data());
+  if (!viaStarted) {
+    byDtype[dtype](kind, dim, dim2, packed, inShape.size(), inDesc.data(),
+                   outShape.size(), outDesc.data());
+    return;
+  }
+  using Start = int64_t (*)(int32_t, int64_t, int64_t, int64_t, int64_t, void *,
+                            int64_t, void *);
+  using Wait = void (*)(int64_t, int64_t, void *, int64_t, void *);
+  static const Start starts[] = {
+      spmd_collective_start_f32, spmd_collective_start_f64,
+      spmd_collective_start_i64, spmd_collective_start_i32};
+  static const Wait waits[] = {
+      spmd_collective_wait_f32, spmd_collective_wait_f64,
+      spmd_collective_wait_i64, spmd_collective_wait_i32};
+  int64_t handle =
+      starts[dtype](kind, dim, dim2, packed, inShape.size(), inDesc.data(),
+                    outShape.size(), outDesc.data());
+  waits[dtype](handle, inShape.size(), inDesc.data(), outShape.size(),
+               outDesc.data());
 }
 
 Shape shapeOf(int32_t rank, const int64_t *shape) {
@@ -583,8 +605,8 @@ int failing(int failRank, int64_t failStep, const std::function<void()> &what) {
 int main(int argc, char **argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s check|check-compiled|exit|kill|stall|bad-dim "
-                 "MESH ...\n",
+                 "usage: %s check|check-compiled|check-started|exit|kill|"
+                 "stall|bad-dim MESH ...\n",
                  argv[0]);
     return 2;
   }
@@ -601,8 +623,9 @@ int main(int argc, char **argv) {
   };
   if (mode == "check")
     return check();
-  if (mode == "check-compiled") {
+  if (mode == "check-compiled" || mode == "check-started") {
     viaCompiledAbi = true;
+    viaStarted = mode == "check-started";
     if (argc > 3 && !useCudaTransport(argv[3]))
       return 1;
     return check();

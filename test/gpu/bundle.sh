@@ -60,6 +60,14 @@ aot="--aot --aot-cpu=x86-64-v3"
   --ptx-dir "$b/modules/ptx"
 "$build/bin/spmdc" "$model" $aot --target=cuda --precision=bf16 \
   -o "$b/modules/cuda-bf16.mod"
+# Two ranks (check.sh step 5, where the machine has two GPUs and mpirun):
+# ddp and zero3, blocking and with --overlap (NCCL on the communication
+# stream), one all-reduce per gradient so that many are under way at once.
+for spec in ddp zero3; do
+  flags="$aot --target=cuda --shard-spec docs/examples/specs/$spec.json --bucket-mb 0"
+  "$build/bin/spmdc" "$model" $flags -o "$b/modules/cuda-$spec.mod"
+  "$build/bin/spmdc" "$model" $flags --overlap -o "$b/modules/cuda-$spec-overlap.mod"
+done
 
 # The packed runner must run the CPU module with nothing of build/ or LLVM
 # in reach, and refuse the CUDA one here (no driver) with one message.

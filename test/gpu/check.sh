@@ -10,7 +10,12 @@
 #      losses of 3 AdamW steps and the parameters after them, 1e-4 relative
 #      (f32), and in bf16 (--precision=bf16) within 1e-2;
 #   4. times the step (median of spmd-run's per-step log over 20 steps) and
-#      the largest kernels/GEMMs (SPMD_CUDA_PROFILE=1) against the ceilings.
+#      the largest kernels/GEMMs (SPMD_CUDA_PROFILE=1) against the ceilings;
+#   5. where the machine has two GPUs and mpirun: gpt2-mini ddp and zero3
+#      on 2 ranks under NCCL, compiled with --overlap (started collectives
+#      on NCCL's communication stream), whose losses must equal the
+#      blocking module's (1e-5), and both steps' times. NCCL needs a GPU
+#      per rank, so one GPU (or no mpirun) skips it with a line saying so.
 # On a lent machine (the device tool), from this machine:
 #   test/gpu/bundle.sh
 #   run(command="test/gpu/check.sh", carry=[".gpu-bundle"], timeout_s=540)
@@ -132,4 +137,23 @@ for ms, calls, mb, gbps, name in rows[:12]:
         line += "  %.1f GB/s = %.2f%% of bandwidth" % (gbps, 100 * gbps / bandwidth)
     print(line)
 PY
+log "5. --overlap on 2 ranks under NCCL against the blocking run (1e-5)"
+gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
+if [ "$gpus" -lt 2 ]; then
+  log "5. skipped: NCCL needs a GPU per rank; this machine has $gpus"
+elif ! command -v mpirun >/dev/null; then
+  log "5. skipped: no mpirun on this machine (spmd-run starts ranks with it)"
+else
+  for spec in ddp zero3; do
+    for kind in "" -overlap; do
+      timeout 300 spmd-run "$m/cuda-$spec$kind.mod" --nranks 2 --steps 3 \
+        --log-level info >"$out/$spec$kind.loss" 2>"$out/$spec$kind.log"
+    done
+    paste "$out/$spec.loss" "$out/$spec-overlap.loss" | tee -a "$out/summary.txt"
+    python3 test/Inputs/compare-losses.py "$out/$spec-overlap.loss" \
+      "$out/$spec.loss" --rtol 1e-5 | tee -a "$out/summary.txt"
+    { grep -h "step 3 took" "$out/$spec.log" "$out/$spec-overlap.log" || true; } |
+      sed "s/^/$spec (blocking, then --overlap): /" | tee -a "$out/summary.txt"
+  done
+fi
 log "done: $out/summary.txt"

@@ -82,7 +82,8 @@ void spmd_rt_fail(const char *call, const char *message);
 /// stays here either way. A group is named by its `mask` of mesh axes (bit
 /// a: axis a); its members are ranked in ascending-axis group order, as in
 /// the MPI sub-communicator of that set. Each function returns null on
-/// success or a message.
+/// success or a message. Members added later go at the end, so that a
+/// transport written against fewer leaves them null.
 typedef struct spmd_rt_transport {
   const char *name;
   /// Bytes of the id the first member of a group makes and MPI broadcasts
@@ -105,6 +106,18 @@ typedef struct spmd_rt_transport {
   const char *(*all_to_all)(const void *in, void *out, int64_t count,
                             int32_t dtype, uint32_t mask);
   void (*finalize)(void);
+  /// Optional; null for both: started collectives (spmd_collective_start_
+  /// <dtype>) run blocking at the start. Issues the collective `kind` (an
+  /// spmd_collective_kind other than a local slice) without waiting for
+  /// it, on the buffers and counts the blocking functions above take, but
+  /// an all-reduce reads `in` and writes `out` (which may be the same).
+  /// `in` must not change and `out` goes unread until `test` says done.
+  /// Stores in *token what `test` polls.
+  const char *(*start)(int32_t kind, const void *in, void *out, int64_t count,
+                       int32_t dtype, uint32_t mask, void **token);
+  /// Sets *done to 1 when the collective `token` names is complete (the
+  /// token is then spent), else to 0; never blocks.
+  const char *(*test)(void *token, int32_t *done);
 } spmd_rt_transport;
 
 /// Installs `transport` for every later collective and bootstraps its
@@ -195,10 +208,11 @@ void spmd_collective_i32(int32_t kind, int64_t dim, int64_t dim2, int64_t axes,
 /// MPI_Iallgather, MPI_Ireduce_scatter_block, MPI_Ialltoall) on the same
 /// buffers, with any packing done now and any unpacking at the wait. `in`
 /// must not change and `out` must not be read until
-/// spmd_collective_wait_<dtype> of the handle returned. A local slice, a
-/// group of one, or a collective an installed transport (NCCL) carries
-/// runs to completion here and returns handle 0. Every rank starts its
-/// collectives in the same order, as it runs the blocking ones.
+/// spmd_collective_wait_<dtype> of the handle returned. With a transport
+/// installed, its `start` issues the transfer (NCCL: on a communication
+/// stream, NcclTransport.cpp); a transport without one, a local slice or a
+/// group of one runs to completion here and returns handle 0. Every rank
+/// starts its collectives in the same order, as it runs the blocking ones.
 int64_t spmd_collective_start_f32(int32_t kind, int64_t dim, int64_t dim2,
                                   int64_t axes, int64_t in_rank,
                                   void *in_desc, int64_t out_rank,

@@ -9,9 +9,10 @@
 |* Memory. Every buffer of the step is CUDA managed memory                    *|
 |* (cuMemAllocManaged): kernels, cuBLAS and NCCL use it on the device, and    *|
 |* the host code of the step (small scalar updates, staging of constants)     *|
-|* and spmd-run (inputs, results) read and write it directly. All device      *|
-|* work goes to one stream, and every call below returns after that stream    *|
-|* is idle, so the host never touches a buffer the device is using.           *|
+|* and spmd-run (inputs, results) read and write it directly. Kernels and     *|
+|* GEMMs go to one stream, and every call below returns after that stream     *|
+|* is idle, so the host never touches a buffer the device is using. NCCL      *|
+|* runs on a stream of its own (spmd_cuda_transport).                         *|
 |*                                                                            *|
 |* Failure. A failed CUDA, cuBLAS or NCCL call ends the job through the       *|
 |* failure function given to spmd_cuda_init (spmd-run passes spmd_rt_fail:    *|
@@ -53,7 +54,10 @@ void spmd_cuda_finalize(void);
 
 /// NCCL as the transport of the collectives (Collectives.h), for
 /// spmd_rt_set_transport: one communicator per group of mesh axes, its id
-/// made by the group's first member and broadcast over MPI.
+/// made by the group's first member and broadcast over MPI; every NCCL
+/// call on a communication stream after the compute stream's work, and
+/// started collectives (start/test) on devices with concurrent managed
+/// access. Call after spmd_cuda_init.
 const void *spmd_cuda_transport(void);
 
 /// Managed memory for spmd-run's input buffers; the lowering's allocation

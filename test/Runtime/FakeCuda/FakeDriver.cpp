@@ -22,6 +22,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -155,6 +156,21 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int) {
   return CUDA_SUCCESS;
 }
 CUresult cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) {
+  return contextState();
+}
+/// FAKE_CUDA_NO_CONCURRENT_MANAGED=1: a device on which the host may not
+/// touch managed memory while the device runs.
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
+                              CUdevice) {
+  if (!initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (attribute != CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)
+    return CUDA_ERROR_INVALID_VALUE;
+  const char *no = std::getenv("FAKE_CUDA_NO_CONCURRENT_MANAGED");
+  *value = no && std::strcmp(no, "0") ? 0 : 1;
+  return CUDA_SUCCESS;
+}
 CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
 
 CUresult cuGetErrorName(CUresult error, const char **name) {
@@ -264,6 +280,12 @@ CUresult cuEventCreate(CUevent *event, unsigned int) {
 CUresult cuEventDestroy(CUevent) { return CUDA_SUCCESS; }
 CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
 CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+/// Work here is done when issued, but every other query says "not yet",
+/// so that callers' polling loops run.
+CUresult cuEventQuery(CUevent) {
+  static std::atomic<unsigned> queries{0};
+  return queries++ % 2 ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
 CUresult cuEventElapsedTime(float *ms, CUevent, CUevent) {
   *ms = 0.001f;
   return CUDA_SUCCESS;
