@@ -261,13 +261,37 @@ public:
   /// it): dim 0, as FSDP2 does, in uneven chunks where the group does not
   /// divide it; else the first dim at least as large as the group; none
   /// for a tensor too small to split (a [1, 1, d] class token on 4 ranks
-  /// splits d).
+  /// splits d). A dim that tensor parallelism splits is passed over (if
+  /// another dim can be split) where splitting it further would pad it
+  /// otherwise: its tensor-parallel blocks would then lie elsewhere than
+  /// the activations' (GPT-2's vocabulary of 50,257 rows, padded to 50,258
+  /// over tp = 2 but to 50,260 over tp x dp = 4), and every use would
+  /// gather it whole instead of over `axis` alone.
   std::optional<int64_t> zeroDim(const TensorSharding &sharding, int axis,
                                  const tg::GraphValueInfo &info) {
-    for (int64_t d = 0; d < info.type.getRank(); ++d)
-      if (canSplit(sharding, axis, d, info))
+    std::optional<int64_t> first;
+    for (int64_t d = 0; d < info.type.getRank(); ++d) {
+      if (!canSplit(sharding, axis, d, info))
+        continue;
+      if (!first)
+        first = d;
+      if (keepsPadding(sharding, axis, d, info))
         return d;
-    return std::nullopt;
+    }
+    return first;
+  }
+
+  /// True if dim `d`, split over `axis` too, is padded to the size the
+  /// axes already splitting it pad it to (none where they split nothing).
+  bool keepsPadding(const TensorSharding &sharding, int axis, int64_t d,
+                    const tg::GraphValueInfo &info) {
+    if (sharding.dims[d].empty())
+      return true;
+    int64_t size = info.type.getDimSize(d);
+    int64_t have = mesh.groupSize(sharding.dims[d]);
+    int64_t more = have * mesh.shape[axis];
+    return llvm::divideCeil(size, have) * have ==
+           llvm::divideCeil(size, more) * more;
   }
 
   /// True if `axis` can split dim `d` further: every rank of the group
