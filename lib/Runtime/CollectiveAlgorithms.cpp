@@ -2,8 +2,9 @@
 //
 // MPI's collectives (or an installed transport's, NCCL) move contiguous
 // blocks, so a collective along any dim but the outermost packs its blocks
-// into a scratch buffer first or unpacks them after; a group listed in
-// another order than its communicator's permutes the blocks while it does.
+// into a staging buffer of its own first or unpacks them after; a group
+// listed in another order than its communicator's permutes the blocks while
+// it does.
 //
 // Waiting: MPI's blocking calls spin until the other ranks arrive, which is
 // fastest while each rank has a core; where ranks share cores with each
@@ -124,20 +125,40 @@ int blockCount(const char *call, int64_t count) {
   return static_cast<int>(count);
 }
 
-/// Scratch buffer `which` (0 or 1) of at least `bytes` for `t` (null: MPI).
-char *scratch(const spmd_rt_transport *t, int which, size_t bytes) {
-  State::Scratch &buffer =
-      t ? state().transportScratch[which] : state().hostScratch[which];
-  if (buffer.size >= bytes)
-    return buffer.data;
-  if (buffer.data)
-    t ? t->release(buffer.data) : std::free(buffer.data);
-  buffer.data = static_cast<char *>(t ? t->alloc(bytes) : std::malloc(bytes));
-  if (!buffer.data)
-    fail("scratch", "cannot allocate %zu bytes", bytes);
-  buffer.size = bytes;
-  return buffer.data;
-}
+/// A collective's own staging buffer for packed chunks: host memory on MPI,
+/// the transport's (device memory) with one; freed with the collective (a
+/// blocking one's at its return, a started one's at its wait), so its bytes
+/// go back to the heap for the step's own buffers rather than being held
+/// for the whole run.
+class Staging {
+public:
+  Staging() = default;
+  Staging(const spmd_rt_transport *transport, size_t bytes)
+      : transport(transport) {
+    bytes = std::max<size_t>(bytes, 1);
+    data = static_cast<char *>(transport ? transport->alloc(bytes)
+                                         : std::malloc(bytes));
+    if (!data)
+      fail("collective staging", "cannot allocate %zu bytes", bytes);
+  }
+  Staging(Staging &&other) noexcept { *this = std::move(other); }
+  Staging &operator=(Staging &&other) noexcept {
+    std::swap(transport, other.transport);
+    std::swap(data, other.data);
+    return *this;
+  }
+  ~Staging() {
+    if (data)
+      transport ? transport->release(data) : std::free(data);
+  }
+  char *get() const { return data; }
+  explicit operator bool() const { return data; }
+
+private:
+  const spmd_rt_transport *transport = nullptr;
+  char *data = nullptr;
+};
+
 
 /// Fails the job when the transport reports an error.
 void checkTransport(const char *call, const spmd_rt_transport *t,
@@ -251,9 +272,9 @@ int allGather(const void *in, void *out, int32_t rank,
     gatherInto(out);
     return 0;
   }
-  char *gathered = scratch(transport, 0, bytes * g.size);
-  gatherInto(gathered);
-  unpackChunks(static_cast<char *>(out), gathered, g, l.outer,
+  Staging gathered(transport, bytes * g.size);
+  gatherInto(gathered.get());
+  unpackChunks(static_cast<char *>(out), gathered.get(), g, l.outer,
                l.dimSize * l.inner * t.bytes);
   return 0;
 }
@@ -280,11 +301,12 @@ int reduceScatter(const void *in, void *out, int32_t rank,
   int block = blockCount(call, l.outer * chunkRows * l.inner);
   Armed armed(call, axes, num_axes);
   const void *send = in;
+  Staging packed;
   if (!contiguousIdentity(g, l.outer)) {
-    char *packed = scratch(transport, 0, bytes);
-    packChunks(packed, static_cast<const char *>(in), g, l.outer,
+    packed = Staging(transport, bytes);
+    packChunks(packed.get(), static_cast<const char *>(in), g, l.outer,
                chunkRows * l.inner * t.bytes);
-    send = packed;
+    send = packed.get();
   }
   if (transport)
     checkTransport(call, transport,
@@ -330,11 +352,12 @@ int allToAll(const void *in, void *out, int32_t rank, const int64_t *in_shape,
   int block = blockCount(call, concat.count());
   Armed armed(call, axes, num_axes);
   const void *send = in;
+  Staging packed;
   if (!contiguousIdentity(g, split.outer)) {
-    char *packed = scratch(transport, 0, bytes);
-    packChunks(packed, static_cast<const char *>(in), g, split.outer,
+    packed = Staging(transport, bytes);
+    packChunks(packed.get(), static_cast<const char *>(in), g, split.outer,
                chunkShape[split_dim] * split.inner * t.bytes);
-    send = packed;
+    send = packed.get();
   }
   auto exchangeInto = [&](void *to) {
     if (transport)
@@ -355,9 +378,9 @@ int allToAll(const void *in, void *out, int32_t rank, const int64_t *in_shape,
     exchangeInto(out);
     return 0;
   }
-  char *received = scratch(transport, 1, bytes);
-  exchangeInto(received);
-  unpackChunks(static_cast<char *>(out), received, g, concat.outer,
+  Staging received(transport, bytes);
+  exchangeInto(received.get());
+  unpackChunks(static_cast<char *>(out), received.get(), g, concat.outer,
                concat.dimSize * concat.inner * t.bytes);
   return 0;
 }
@@ -381,12 +404,6 @@ int localSlice(const void *in, void *out, int32_t rank, const int64_t *in_shape,
   return 0;
 }
 
-void releaseTransportScratch(const spmd_rt_transport *transport) {
-  for (State::Scratch &buffer : state().transportScratch)
-    if (buffer.data)
-      transport->release(buffer.data);
-}
-
 } // namespace spmdc::rt::collectives
 
 //===----------------------------------------------------------------------===//
@@ -402,42 +419,11 @@ void releaseTransportScratch(const spmd_rt_transport *transport) {
 // waits for it) and NCCL's transport starts collectives only on devices
 // where the host may touch managed memory while the device runs
 // (NcclTransport.cpp); the staging buffers are the collective's own, not
-// the shared scratch, since several may be under way.
+// a shared one, since several may be under way.
 //===----------------------------------------------------------------------===//
 
 namespace spmdc::rt::collectives {
 namespace {
-
-/// A started collective's own staging buffer: host memory on MPI, the
-/// transport's (device memory) with one; freed with the collective.
-class Staging {
-public:
-  Staging() = default;
-  Staging(const spmd_rt_transport *transport, size_t bytes)
-      : transport(transport) {
-    bytes = std::max<size_t>(bytes, 1);
-    data = static_cast<char *>(transport ? transport->alloc(bytes)
-                                         : std::malloc(bytes));
-    if (!data)
-      fail("spmd_collective_start", "cannot allocate %zu bytes", bytes);
-  }
-  Staging(Staging &&other) noexcept { *this = std::move(other); }
-  Staging &operator=(Staging &&other) noexcept {
-    std::swap(transport, other.transport);
-    std::swap(data, other.data);
-    return *this;
-  }
-  ~Staging() {
-    if (data)
-      transport ? transport->release(data) : std::free(data);
-  }
-  char *get() const { return data; }
-  explicit operator bool() const { return data; }
-
-private:
-  const spmd_rt_transport *transport = nullptr;
-  char *data = nullptr;
-};
 
 /// One collective under way.
 struct Started {

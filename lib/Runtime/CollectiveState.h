@@ -66,12 +66,6 @@ struct State {
   bool sleepWhenIdle = false;
   /// Where collectives' bytes travel; null: MPI on host buffers.
   const spmd_rt_transport *transport = nullptr;
-  /// Scratch buffers for packed chunks: host ones (malloc) for MPI, the
-  /// transport's (device memory) for it.
-  struct Scratch {
-    char *data = nullptr;
-    size_t size = 0;
-  } hostScratch[2], transportScratch[2];
 };
 
 /// The one State of the process.
@@ -215,8 +209,6 @@ void waitCollective(int64_t handle);
 /// A transport's started collectives advance on their own (NCCL: on the
 /// device).
 void progressCollectives();
-/// Frees the transport's scratch buffers (before it finalizes).
-void releaseTransportScratch(const spmd_rt_transport *transport);
 
 } // namespace spmdc::rt::collectives
 

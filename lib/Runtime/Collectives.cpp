@@ -121,7 +121,6 @@ void spmd_rt_finalize(void) {
   }
   stopWatchdog();
   if (const spmd_rt_transport *t = s.transport) {
-    releaseTransportScratch(t);
     if (t->finalize)
       t->finalize();
     s.transport = nullptr;
