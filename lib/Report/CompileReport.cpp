@@ -67,7 +67,7 @@ static void collectCollectives(func::FuncOp fn, const dist::Mesh &mesh,
         collectCollectives(callee, mesh, out);
       continue;
     }
-    auto [kind, payload] = collectivePayload(op);
+    auto [kind, payload, started] = collectivePayload(op);
     if (kind.empty())
       continue;
     auto axesAttr = op.getAttrOfType<ArrayAttr>("axes");
@@ -77,7 +77,7 @@ static void collectCollectives(func::FuncOp fn, const dist::Mesh &mesh,
     auto indices = mesh.axisIndices(axesAttr);
     std::string dtype;
     llvm::raw_string_ostream os(dtype);
-    os << llvm::cast<RankedTensorType>(payload.getType()).getElementType();
+    os << payload.getElementType();
     auto phase = op.getAttrOfType<dist::PhaseAttr>("phase");
     auto str = [&](StringRef name) {
       auto attr = op.getAttrOfType<StringAttr>(name);
@@ -87,16 +87,19 @@ static void collectCollectives(func::FuncOp fn, const dist::Mesh &mesh,
                    {"axes", axes},
                    {"group_size", failed(indices) ? 0 : mesh.groupSize(*indices)},
                    {"dtype", dtype},
-                   {"payload_bytes", bytesOf(payload.getType())},
+                   {"payload_bytes", bytesOf(payload)},
                    {"phase", phase ? dist::stringifyPhase(phase.getValue()).str()
                                    : std::string()},
                    {"origin", str("origin")}});
+    // Under --overlap: started here, waited for where its result is used.
+    if (started)
+      out.back()["started"] = true;
     // An all-reduce by max (a softmax's max over a split vocabulary) says
     // so; sums are the default.
-    if (auto reduce = llvm::dyn_cast<dist::AllReduceOp>(op);
-        reduce && reduce.getReduction() != dist::Reduction::sum)
+    if (auto reduction = op.getAttrOfType<dist::ReductionAttr>("reduction");
+        reduction && reduction.getValue() != dist::Reduction::sum)
       out.back()["reduction"] =
-          dist::stringifyReduction(reduce.getReduction()).str();
+          dist::stringifyReduction(reduction.getValue()).str();
     // A group's collective (--dist-fsdp-group) lists the tensors it carries.
     if (auto tensors = op.getAttrOfType<ArrayAttr>("tensors")) {
       nlohmann::ordered_json names = nlohmann::ordered_json::array();

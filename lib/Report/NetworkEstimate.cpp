@@ -138,6 +138,10 @@ struct ScheduleItem {
   std::string kind;
   int64_t payloadBytes = 0;
   llvm::SmallVector<int> axes;
+  /// A started collective (dist.start_*): the compute goes on; or the
+  /// dist.wait of the started collective `index`, where the compute waits.
+  bool started = false;
+  bool wait = false;
 };
 
 /// The phase of a compute op: where it runs, or the optimizer's update.
@@ -225,8 +229,10 @@ int64_t fusedBytes(tg::CostOpInterface costed) {
 /// or flops / F without a bandwidth.
 void buildSchedule(func::FuncOp fn, const dist::Mesh &mesh, const Rates &rates,
                    std::vector<ScheduleItem> &items, int64_t &collectives) {
+  // Each started collective's index, by the pending value its start yields.
+  llvm::DenseMap<Value, int64_t> startedIndex;
   auto addCompute = [&](std::string phase, double ms, double memoryMs) {
-    if (!items.empty() && !items.back().collective &&
+    if (!items.empty() && !items.back().collective && !items.back().wait &&
         items.back().phase == phase) {
       items.back().ms += ms;
       items.back().memoryMs += memoryMs;
@@ -245,16 +251,26 @@ void buildSchedule(func::FuncOp fn, const dist::Mesh &mesh, const Rates &rates,
         buildSchedule(callee, mesh, rates, items, collectives);
       continue;
     }
-    auto [kind, payload] = collectivePayload(op);
+    if (auto wait = llvm::dyn_cast<dist::WaitOp>(op)) {
+      ScheduleItem item;
+      item.wait = true;
+      item.index = startedIndex.lookup(wait.getPending());
+      items.push_back(std::move(item));
+      continue;
+    }
+    auto [kind, payload, started] = collectivePayload(op);
     if (!kind.empty()) {
       ScheduleItem item;
       item.collective = true;
+      item.started = started;
+      if (started)
+        startedIndex[op.getResult(0)] = collectives;
       auto phase = op.getAttrOfType<dist::PhaseAttr>("phase");
       item.phase =
           phase ? dist::stringifyPhase(phase.getValue()).str() : "unknown";
       item.index = collectives++;
       item.kind = kind.str();
-      item.payloadBytes = storageBytes(payload.getType());
+      item.payloadBytes = storageBytes(payload);
       if (auto axes = mesh.axisIndices(op.getAttrOfType<ArrayAttr>("axes"));
           succeeded(axes))
         item.axes = *axes;
@@ -343,12 +359,13 @@ std::optional<std::string> withNetworkEstimate(const std::string &report,
 
   // Two clocks: the rank's compute, and when the link is next free. A
   // collective starts once issued and once the link is free; the compute
-  // waits for it where its result is first needed. Today's collectives
-  // block, so that wait is where they start and all of their time is
-  // exposed; an async start/wait pair would start at its start and wait
-  // at its wait, and only the part not covered by the compute in between
-  // would count.
+  // waits for it where its result is first needed. A blocking collective
+  // is waited for where it is issued, so all of its time is exposed; a
+  // started one (--overlap) is waited for at its dist.wait, and only the
+  // part the compute in between does not cover counts.
   double now = 0, linkFree = 0;
+  // Started collectives: when each is done, and its entry in `collectives`.
+  llvm::DenseMap<int64_t, std::pair<double, size_t>> underWay;
   double computeMs = 0, memoryBoundMs = 0, communicationMs = 0, exposedMs = 0;
   json phases = json::object();
   auto phaseEntry = [&](const std::string &phase) -> json & {
@@ -361,6 +378,21 @@ std::optional<std::string> withNetworkEstimate(const std::string &report,
   };
   json collectives = json::array();
   for (const ScheduleItem &item : items) {
+    if (item.wait) {
+      auto it = underWay.find(item.index);
+      if (it == underWay.end())
+        continue;
+      auto [done, entry] = it->second;
+      double exposed = std::max(0.0, done - now);
+      now = std::max(now, done);
+      exposedMs += exposed;
+      json &collective = collectives[entry];
+      collective["exposed_ms"] = exposed;
+      json &phase = phaseEntry(collective["phase"].get<std::string>());
+      phase["exposed_communication_ms"] =
+          phase["exposed_communication_ms"].get<double>() + exposed;
+      continue;
+    }
     json &phase = phaseEntry(item.phase);
     if (!item.collective) {
       now += item.ms;
@@ -376,13 +408,19 @@ std::optional<std::string> withNetworkEstimate(const std::string &report,
     double ms = alphaMs * double(steps) + wire / bytesPerMs;
     double start = std::max(now, linkFree);
     linkFree = start + ms;
-    double exposed = std::max(0.0, linkFree - now);
-    now = std::max(now, linkFree);
     communicationMs += ms;
-    exposedMs += exposed;
     phase["communication_ms"] = phase["communication_ms"].get<double>() + ms;
-    phase["exposed_communication_ms"] =
-        phase["exposed_communication_ms"].get<double>() + exposed;
+    // A started one's exposure is known at its wait.
+    double exposed = 0;
+    if (item.started) {
+      underWay[item.index] = {linkFree, collectives.size()};
+    } else {
+      exposed = std::max(0.0, linkFree - now);
+      now = std::max(now, linkFree);
+      exposedMs += exposed;
+      phase["exposed_communication_ms"] =
+          phase["exposed_communication_ms"].get<double>() + exposed;
+    }
     collectives.push_back({{"index", item.index},
                            {"kind", item.kind},
                            {"phase", item.phase},
@@ -392,6 +430,8 @@ std::optional<std::string> withNetworkEstimate(const std::string &report,
                            {"wire_bytes", wire},
                            {"ms", ms},
                            {"exposed_ms", exposed}});
+    if (item.started)
+      collectives.back()["started"] = true;
   }
 
   json axes = json::array(), shape = json::array();

@@ -9,6 +9,7 @@
 #include "DriverOptions.h"
 
 #include "spmdc/Import/Import.h"
+#include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
 #include "spmdc/InitAll.h"
 #include "spmdc/Module/ModuleFile.h"
@@ -388,10 +389,24 @@ int main(int argc, char **argv) {
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - started)
                     .count();
-    report = spmdc::buildCompileReport(*module, ms);
+    // With --overlap the report describes the step as it runs: its
+    // collectives in the order they are started, each marked `started`,
+    // and the network estimate overlapping them with the compute between
+    // start and wait.
+    OwningOpRef<ModuleOp> overlapped;
+    if (lowers && options.lowering.overlap) {
+      overlapped = module->clone();
+      PassManager pm(&context);
+      pm.addPass(spmdc::dist::createDistAsyncCollectives(
+          {options.lowering.prefetchDepth}));
+      if (failed(pm.run(*overlapped)))
+        return 1;
+    }
+    ModuleOp described = overlapped ? *overlapped : *module;
+    report = spmdc::buildCompileReport(described, ms);
     if (network) {
       std::optional<std::string> estimated =
-          spmdc::withNetworkEstimate(report, *module, *network, errorMessage);
+          spmdc::withNetworkEstimate(report, described, *network, errorMessage);
       if (!estimated) {
         llvm::errs() << "spmdc: error: "
                      << (options.network && options.network->ranks

@@ -8,6 +8,7 @@ Each EXPR is a Python expression that must hold, over these names:
   report       the whole report
   near(a, b)   a and b agree to 1e-9 relative (JSON prints doubles to 17
                digits, so a hand-computed decimal is never exact)
+  load(path)   another report, to compare with
 Exits 1 and prints every failing expression with its value.
 """
 import json
@@ -27,7 +28,8 @@ def near(a, b):
 
 failed = False
 for expr in sys.argv[2:]:
-    env = {"e": e, "c": c, "report": report, "near": near}
+    env = {"e": e, "c": c, "report": report, "near": near,
+           "load": lambda path: json.load(open(path))}
     if not eval(expr, env):
         failed = True
         left = expr.split("(", 1)[1].rsplit(",", 1)[0] if expr.startswith(
