@@ -10,6 +10,7 @@
 #include "TorchExport.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 #include <cmath>
 #include <limits>
@@ -47,9 +48,9 @@ Type scalarType(MLIRContext *context, int64_t code) {
 //===----------------------------------------------------------------------===//
 
 const json *Node::arg(StringRef name) const {
-  for (const json &input : node["inputs"])
+  for (const json &input : node.at("inputs"))
     if (input.value("name", "") == name) {
-      const json &a = input["arg"];
+      const json &a = input.at("arg");
       if (a.contains("as_none"))
         return nullptr;
       return &a;
@@ -61,10 +62,10 @@ FailureOr<Value> Node::tensor(StringRef name) {
   const nlohmann::json *a = arg(name);
   if (!a || !a->contains("as_tensor"))
     return error() << "expects a tensor argument '" << name << "'";
-  Value v = lookup((*a)["as_tensor"].value("name", ""));
+  Value v = lookup(a->at("as_tensor").value("name", ""));
   if (!v)
     return error() << "argument '" << name << "' names an unknown value '"
-                   << (*a)["as_tensor"].value("name", "") << "'";
+                   << a->at("as_tensor").value("name", "") << "'";
   return v;
 }
 
@@ -72,7 +73,7 @@ std::optional<Value> Node::optionalTensor(StringRef name) {
   const nlohmann::json *a = arg(name);
   if (!a || !a->contains("as_tensor"))
     return std::nullopt;
-  Value v = lookup((*a)["as_tensor"].value("name", ""));
+  Value v = lookup(a->at("as_tensor").value("name", ""));
   return v ? std::optional<Value>(v) : std::nullopt;
 }
 
@@ -81,7 +82,7 @@ FailureOr<SmallVector<Value>> Node::tensors(StringRef name) {
   if (!a || !a->contains("as_tensors"))
     return error() << "expects a tensor list argument '" << name << "'";
   SmallVector<Value> values;
-  for (const nlohmann::json &t : (*a)["as_tensors"]) {
+  for (const nlohmann::json &t : a->at("as_tensors")) {
     Value v = lookup(t.value("name", ""));
     if (!v)
       return error() << "argument '" << name << "' names an unknown value";
@@ -111,7 +112,7 @@ FailureOr<SmallVector<Value>> Node::optionalTensors(StringRef name) {
       values.push_back(Value());
       continue;
     }
-    Value v = lookup(t["as_tensor"].value("name", ""));
+    Value v = lookup(t.at("as_tensor").value("name", ""));
     if (!v)
       return error() << "argument '" << name << "' names an unknown value";
     values.push_back(v);
@@ -121,12 +122,12 @@ FailureOr<SmallVector<Value>> Node::optionalTensors(StringRef name) {
 
 /// An int of the union encodings (as_int, as_sym_int, as_bool).
 static std::optional<int64_t> asInteger(const json &a) {
-  if (a.contains("as_int") && a["as_int"].is_number_integer())
-    return a["as_int"].get<int64_t>();
+  if (a.contains("as_int") && a.at("as_int").is_number_integer())
+    return a.at("as_int").get<int64_t>();
   if (a.contains("as_sym_int"))
-    return asInteger(a["as_sym_int"]);
-  if (a.contains("as_bool") && a["as_bool"].is_boolean())
-    return a["as_bool"].get<bool>() ? 1 : 0;
+    return asInteger(a.at("as_sym_int"));
+  if (a.contains("as_bool") && a.at("as_bool").is_boolean())
+    return a.at("as_bool").get<bool>() ? 1 : 0;
   return std::nullopt;
 }
 
@@ -193,7 +194,7 @@ FailureOr<double> Node::number(StringRef name,
     return error() << "expects a number argument '" << name << "'";
   }
   if (a->contains("as_float"))
-    if (std::optional<double> v = asFloat((*a)["as_float"]))
+    if (std::optional<double> v = asFloat(a->at("as_float")))
       return *v;
   if (std::optional<int64_t> v = asInteger(*a))
     return static_cast<double>(*v);
@@ -204,8 +205,8 @@ FailureOr<bool> Node::boolean(StringRef name, bool defaultValue) {
   const nlohmann::json *a = arg(name);
   if (!a)
     return defaultValue;
-  if (a->contains("as_bool") && (*a)["as_bool"].is_boolean())
-    return (*a)["as_bool"].get<bool>();
+  if (a->contains("as_bool") && a->at("as_bool").is_boolean())
+    return a->at("as_bool").get<bool>();
   return error() << "argument '" << name << "' is not a bool: " << a->dump();
 }
 
@@ -213,8 +214,8 @@ FailureOr<std::string> Node::string(StringRef name, std::string defaultValue) {
   const nlohmann::json *a = arg(name);
   if (!a)
     return defaultValue;
-  if (a->contains("as_string") && (*a)["as_string"].is_string())
-    return (*a)["as_string"].get<std::string>();
+  if (a->contains("as_string") && a->at("as_string").is_string())
+    return a->at("as_string").get<std::string>();
   return error() << "argument '" << name << "' is not a string: "
                  << a->dump();
 }
@@ -235,12 +236,12 @@ FailureOr<Value> Node::tensorOrScalar(StringRef name, Type elementType) {
 
 std::string Node::outputName(size_t i) const {
   size_t index = 0;
-  for (const nlohmann::json &out : node["outputs"]) {
+  for (const nlohmann::json &out : node.at("outputs")) {
     if (out.contains("as_tensor")) {
       if (index++ == i)
-        return out["as_tensor"].value("name", "");
+        return out.at("as_tensor").value("name", "");
     } else if (out.contains("as_tensors")) {
-      for (const nlohmann::json &t : out["as_tensors"])
+      for (const nlohmann::json &t : out.at("as_tensors"))
         if (index++ == i)
           return t.value("name", "");
     } else {
@@ -252,8 +253,8 @@ std::string Node::outputName(size_t i) const {
 
 size_t Node::numOutputs() const {
   size_t n = 0;
-  for (const nlohmann::json &out : node["outputs"])
-    n += out.contains("as_tensors") ? out["as_tensors"].size() : 1;
+  for (const nlohmann::json &out : node.at("outputs"))
+    n += out.contains("as_tensors") ? out.at("as_tensors").size() : 1;
   return n;
 }
 
@@ -298,7 +299,18 @@ namespace {
 
 Type outElement(Node &n) { return n.outputType(0).getElementType(); }
 
-int64_t normalize(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank : dim; }
+/// `dim` (negative: from the end) as an index into a tensor of rank
+/// `rank`, in place; an error at the node when it is not one. An archive's
+/// dims are claims: one out of range would index past a shape (found by
+/// fuzz/pt2-fuzzer.cpp), so every mapping checks them here.
+LogicalResult normalizeDim(Node &n, int64_t &dim, int64_t rank) {
+  int64_t normalized = dim < 0 ? dim + rank : dim;
+  if (normalized < 0 || normalized >= rank)
+    return n.error() << "dim " << dim << " is out of range for a tensor of rank "
+                     << rank;
+  dim = normalized;
+  return success();
+}
 
 template <typename OpT>
 Mapping unary() {
@@ -406,8 +418,18 @@ LogicalResult reshapeToOutput(Node &n) {
 LogicalResult permute(Node &n) {
   TRY(x, n.tensor("self"));
   TRY(dims, n.integers("dims"));
-  for (int64_t &d : dims)
-    d = normalize(d, tg::typeOf(x).getRank());
+  int64_t rank = tg::typeOf(x).getRank();
+  if (static_cast<int64_t>(dims.size()) != rank)
+    return n.error() << "permute of a tensor of rank " << rank << " takes "
+                     << rank << " dims, not " << dims.size();
+  llvm::SmallBitVector seen(rank);
+  for (int64_t &d : dims) {
+    if (failed(normalizeDim(n, d, rank)))
+      return failure();
+    if (seen.test(d))
+      return n.error() << "permute's dims repeat dim " << d;
+    seen.set(d);
+  }
   return n.define(0, tg::TransposeOp::create(n.b, n.loc, x, dims));
 }
 
@@ -419,7 +441,9 @@ LogicalResult transposeInt(Node &n) {
   SmallVector<int64_t> perm;
   for (int64_t i = 0; i < rank; ++i)
     perm.push_back(i);
-  std::swap(perm[normalize(d0, rank)], perm[normalize(d1, rank)]);
+  if (failed(normalizeDim(n, d0, rank)) || failed(normalizeDim(n, d1, rank)))
+    return failure();
+  std::swap(perm[d0], perm[d1]);
   return n.define(0, tg::TransposeOp::create(n.b, n.loc, x, perm));
 }
 
@@ -484,7 +508,8 @@ LogicalResult slice(Node &n) {
   TRY(x, n.tensor("self"));
   int64_t rank = tg::typeOf(x).getRank();
   TRY(dim, n.integer("dim", 0));
-  dim = normalize(dim, rank);
+  if (failed(normalizeDim(n, dim, rank)))
+    return failure();
   int64_t size = tg::typeOf(x).getDimSize(dim);
   TRY(start, n.integer("start", 0));
   TRY(end, n.integer("end", std::numeric_limits<int64_t>::max()));
@@ -504,7 +529,8 @@ LogicalResult selectInt(Node &n) {
   int64_t rank = tg::typeOf(x).getRank();
   TRY(dim, n.integer("dim"));
   TRY(index, n.integer("index"));
-  dim = normalize(dim, rank);
+  if (failed(normalizeDim(n, dim, rank)))
+    return failure();
   if (index < 0)
     index += tg::typeOf(x).getDimSize(dim);
   Value s = tg::SliceOp::create(n.b, n.loc, x, dim, index, index + 1, 1);
@@ -519,7 +545,8 @@ LogicalResult selectInt(Node &n) {
 LogicalResult splitWithSizes(Node &n, bool bySize) {
   TRY(x, n.tensor("self"));
   TRY(dim, n.integer("dim", 0));
-  dim = normalize(dim, tg::typeOf(x).getRank());
+  if (failed(normalizeDim(n, dim, tg::typeOf(x).getRank())))
+    return failure();
   int64_t size = tg::typeOf(x).getDimSize(dim);
   SmallVector<int64_t> sizes;
   if (bySize) {
@@ -563,7 +590,8 @@ LogicalResult cat(Node &n) {
     return n.define(0, tg::buildZeros(n.b, n.loc, out));
   if (xs.size() == 1)
     return n.define(0, xs.front());
-  dim = normalize(dim, out.getRank());
+  if (failed(normalizeDim(n, dim, out.getRank())))
+    return failure();
   return n.define(0, tg::ConcatOp::create(n.b, n.loc, xs, dim));
 }
 
@@ -721,9 +749,9 @@ LogicalResult gather(Node &n) {
   TRY(x, n.tensor("self"));
   TRY(dim, n.integer("dim"));
   TRY(index, n.tensor("index"));
-  return n.define(0, tg::GatherOp::create(
-                         n.b, n.loc, x, index,
-                         normalize(dim, tg::typeOf(x).getRank())));
+  if (failed(normalizeDim(n, dim, tg::typeOf(x).getRank())))
+    return failure();
+  return n.define(0, tg::GatherOp::create(n.b, n.loc, x, index, dim));
 }
 
 LogicalResult linear(Node &n) {
@@ -866,7 +894,8 @@ LogicalResult sliceScatter(Node &n) {
   TRY(src, n.tensor("src"));
   RankedTensorType type = tg::typeOf(self);
   TRY(dim, n.integer("dim", 0));
-  dim = normalize(dim, type.getRank());
+  if (failed(normalizeDim(n, dim, type.getRank())))
+    return failure();
   int64_t size = type.getDimSize(dim);
   TRY(start, n.integer("start", 0));
   TRY(step, n.integer("step", 1));
@@ -935,7 +964,8 @@ LogicalResult cumsum(Node &n) {
   int64_t rank = tg::typeOf(x).getRank();
   if (rank == 0)
     return n.define(0, x);
-  dim = normalize(dim, rank);
+  if (failed(normalizeDim(n, dim, rank)))
+    return failure();
   int64_t size = tg::typeOf(x).getDimSize(dim);
   for (int64_t shift = 1; shift < size; shift *= 2) {
     Value head = tg::SliceOp::create(n.b, n.loc, x, dim, 0, size - shift, 1);
@@ -1049,7 +1079,8 @@ LogicalResult indexSelect(Node &n) {
   TRY(x, n.tensor("self"));
   TRY(dim, n.integer("dim"));
   TRY(index, n.tensor("index"));
-  dim = normalize(dim, tg::typeOf(x).getRank());
+  if (failed(normalizeDim(n, dim, tg::typeOf(x).getRank())))
+    return failure();
   SmallVector<Value> entries(dim + 1, Value());
   entries[dim] = index;
   TRY(result, advancedIndex(n, x, entries));
@@ -1061,7 +1092,8 @@ LogicalResult flip(Node &n) {
   TRY(x, n.tensor("self"));
   TRY(dims, n.integers("dims"));
   for (int64_t d : dims) {
-    d = normalize(d, tg::typeOf(x).getRank());
+    if (failed(normalizeDim(n, d, tg::typeOf(x).getRank())))
+      return failure();
     int64_t size = tg::typeOf(x).getDimSize(d);
     SmallVector<int64_t> reversed;
     for (int64_t i = size - 1; i >= 0; --i)
@@ -1201,7 +1233,9 @@ LogicalResult extremeOverDim(Node &n, bool isMax, bool withIndex,
     keep = false;
   } else if (withIndex || indexOnly) {
     TRY(dim, n.integer("dim"));
-    dims = {normalize(dim, type.getRank())};
+    if (failed(normalizeDim(n, dim, type.getRank())))
+      return failure();
+    dims = {dim};
   } else {
     TRY(all, reductionDims(n, x, "dim"));
     dims = all;
@@ -1235,7 +1269,8 @@ LogicalResult selectScatter(Node &n) {
   TRY(dim, n.integer("dim"));
   TRY(index, n.integer("index"));
   RankedTensorType type = tg::typeOf(self);
-  dim = normalize(dim, type.getRank());
+  if (failed(normalizeDim(n, dim, type.getRank())))
+    return failure();
   int64_t size = type.getDimSize(dim);
   if (index < 0)
     index += size;

@@ -235,7 +235,7 @@ FailureOr<StorageView> storageView(const json &meta, RankedTensorType type,
   for (const json &s : meta.value("strides", json::array()))
     view.strides.push_back(s.value("as_int", int64_t(0)));
   view.offset = meta.contains("storage_offset")
-                    ? meta["storage_offset"].value("as_int", int64_t(0))
+                    ? meta.at("storage_offset").value("as_int", int64_t(0))
                     : 0;
   if (view.strides.size() != static_cast<size_t>(type.getRank())) {
     view.strides.assign(type.getRank(), 1);
@@ -322,14 +322,14 @@ FailureOr<RankedTensorType>
 TorchExportImporter::typeOfMeta(const json &meta, const std::string &place) {
   if (!meta.is_object() || !meta.contains("dtype") || !meta.contains("sizes"))
     return error(place) << "expected tensor metadata with dtype and sizes";
-  Type element = torch_export::scalarType(&context, meta["dtype"].get<int64_t>());
+  Type element = torch_export::scalarType(&context, meta.at("dtype").get<int64_t>());
   if (!element)
-    return error(place) << "unsupported dtype " << meta["dtype"].dump();
+    return error(place) << "unsupported dtype " << meta.at("dtype").dump();
   std::vector<int64_t> shape;
-  for (const json &size : meta["sizes"]) {
+  for (const json &size : meta.at("sizes")) {
     if (!size.contains("as_int"))
       return error(place) << "has a symbolic size: spmdc needs static shapes";
-    shape.push_back(size["as_int"].get<int64_t>());
+    shape.push_back(size.at("as_int").get<int64_t>());
   }
   uint64_t bytes;
   std::string sizeError;
@@ -344,13 +344,13 @@ TorchExportImporter::storedType(const std::string &name, const json &entry,
   if (entry.value("use_pickle", false))
     return error(place) << "'" << name
                         << "' is stored pickled, which spmdc does not read";
-  return typeOfMeta(entry["tensor_meta"], place + "/tensor_meta");
+  return typeOfMeta(entry.at("tensor_meta"), place + "/tensor_meta");
 }
 
 FailureOr<DenseElementsAttr>
 TorchExportImporter::loadTensor(const std::string &name, const json &entry,
                                 const std::string &place) {
-  const json &meta = entry["tensor_meta"];
+  const json &meta = entry.at("tensor_meta");
   auto type = storedType(name, entry, place);
   if (failed(type))
     return failure();
@@ -401,7 +401,7 @@ TorchExportImporter::loadTensor(const std::string &name, const json &entry,
 FailureOr<std::pair<RankedTensorType, tg::InitialValueRef>>
 TorchExportImporter::referTensor(const std::string &name, const json &entry,
                                  const std::string &place) {
-  const json &meta = entry["tensor_meta"];
+  const json &meta = entry.at("tensor_meta");
   auto type = storedType(name, entry, place);
   if (failed(type))
     return failure();
@@ -448,8 +448,8 @@ Location TorchExportImporter::nodeLoc(const json &node) {
   // The node's own name, then the user's source line from its stack trace.
   std::string name = node.value("name", "");
   std::string where;
-  if (node.contains("metadata") && node["metadata"].contains("stack_trace")) {
-    StringRef trace = node["metadata"]["stack_trace"].get_ref<const std::string &>();
+  if (node.contains("metadata") && node.at("metadata").contains("stack_trace")) {
+    StringRef trace = node.at("metadata").at("stack_trace").get_ref<const std::string &>();
     // 'File "model.py", line 12, in forward'
     // The innermost frame: the line closest to the op.
     size_t file = trace.rfind("File \"");
@@ -589,10 +589,10 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
                              << " is not supported (spmdc reads major 8)";
     return nullptr;
   }
-  const json &module = program["graph_module"];
-  const json &graph = module["graph"];
-  const json &signature = module["signature"];
-  tensorValues = &graph["tensor_values"];
+  const json &module = program.at("graph_module");
+  const json &graph = module.at("graph");
+  const json &signature = module.at("signature");
+  tensorValues = &graph.at("tensor_values");
 
   OwningOpRef<ModuleOp> result = ModuleOp::create(fileLoc);
   // The model's name: the archive's folder, or the file's stem.
@@ -621,15 +621,19 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
   for (const json &spec : signature.value("output_specs", json::array()))
     if (spec.is_object() && spec.contains("buffer_mutation"))
       mutatedBuffers.insert(
-          spec["buffer_mutation"].value("buffer_name", std::string()));
-  for (auto [i, spec] : llvm::enumerate(signature["input_specs"])) {
+          spec.at("buffer_mutation").value("buffer_name", std::string()));
+  for (auto [i, spec] : llvm::enumerate(signature.at("input_specs"))) {
     std::string place = "/graph_module/signature/input_specs/" +
                         std::to_string(i);
+    if (!spec.is_object() || spec.size() != 1) {
+      error(place) << "an input spec is an object of one kind";
+      return nullptr;
+    }
     std::string kind = spec.begin().key();
     const json &body = spec.begin().value();
-    const json &argJson = body["arg"];
+    const json &argJson = body.at("arg");
     std::string valueName = argJson.contains("as_tensor")
-                                ? argJson["as_tensor"].value("name", "")
+                                ? argJson.at("as_tensor").value("name", "")
                                 : argJson.value("name", "");
     if (!tensorValues->contains(valueName)) {
       error(place) << "input '" << valueName << "' has no tensor metadata";
@@ -648,7 +652,7 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
       if (it != weights.end()) {
         // Same blob and same view of it: same tensor.
         std::string blob = it->second.value("path_name", "") + "|" +
-                           it->second["tensor_meta"].dump();
+                           it->second.at("tensor_meta").dump();
         auto tied = parameterOfBlob.find(blob);
         if (tied != parameterOfBlob.end()) {
           aliases.push_back({valueName, tied->second});
@@ -766,7 +770,7 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
     values[fixed.valueName] =
         tg::ConstantOp::create(builder, fileLoc, fixed.value);
 
-  for (auto [i, node] : llvm::enumerate(graph["nodes"]))
+  for (auto [i, node] : llvm::enumerate(graph.at("nodes")))
     if (failed(importNode(node, i)))
       return nullptr;
 
@@ -785,11 +789,16 @@ OwningOpRef<ModuleOp> TorchExportImporter::importProgram(const json &program) {
   SmallVector<std::pair<std::string, Value>> userOutputs;
   // New values of mutated buffers, results after the others.
   SmallVector<std::pair<std::string, Value>> bufferUpdates;
-  for (auto [i, spec] : llvm::enumerate(signature["output_specs"])) {
+  for (auto [i, spec] : llvm::enumerate(signature.at("output_specs"))) {
+    if (!spec.is_object() || spec.size() != 1) {
+      error("/graph_module/signature/output_specs/" + std::to_string(i))
+          << "an output spec is an object of one kind";
+      return nullptr;
+    }
     std::string kind = spec.begin().key();
-    const json &argJson = spec.begin().value()["arg"];
+    const json &argJson = spec.begin().value().at("arg");
     std::string valueName = argJson.contains("as_tensor")
-                                ? argJson["as_tensor"].value("name", "")
+                                ? argJson.at("as_tensor").value("name", "")
                                 : argJson.value("name", "");
     Value v = values.lookup(valueName);
     std::string place = "/graph_module/signature/output_specs/" +
