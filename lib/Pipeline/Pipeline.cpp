@@ -160,6 +160,7 @@ static void addHostToLLVM(OpPassManager &pm) {
   perFunctionLLVM.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCallParallelNests());
   pm.addPass(createBranchlessConditionalFrees());
   addWideInterfaces(pm);
   pm.addPass(createSplitLongBlocks());
@@ -241,6 +242,11 @@ void buildLoweringPipeline(OpPassManager &pm, const LoweringOptions &options) {
     perFunction.addPass(createVectorizeAffineLoops(vectorize));
     perFunction.addPass(createCanonicalizerPass());
     pm.addPass(createOutlineLoopNests());
+    if (options.parallelNests) {
+      ParallelizeLoopNestsOptions parallelize;
+      parallelize.minWork = options.parallelNestsMinWork;
+      pm.addPass(createParallelizeLoopNests(parallelize));
+    }
     addHostToLLVM(pm);
   }
 }

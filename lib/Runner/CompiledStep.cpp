@@ -4,6 +4,7 @@
 
 #include "spmdc/Runner/CudaRuntimeLibrary.h"
 #include "spmdc/Runtime/Blas.h"
+#include "spmdc/Runtime/ParallelFor.h"
 #include "spmdc/Runtime/FloatFormats.h"
 #include "spmdc/Runtime/HeapPolicy.h"
 #include "spmdc/Runtime/MemRefCopy.h"
@@ -169,6 +170,7 @@ static llvm::orc::SymbolMap runtimeSymbols(
   };
   add("memrefCopy", &memrefCopy);
   add("spmd_matmul_f32", &spmd_matmul_f32);
+  add("spmd_parallel_for", &spmd_parallel_for);
   add("spmd_matmul_f64", &spmd_matmul_f64);
   add("spmd_matmul_bf16", &spmd_matmul_bf16);
   add("__truncsfbf2", &spmd_truncsfbf2);
@@ -308,6 +310,7 @@ std::unique_ptr<CompiledStep> CompiledStep::open(const ModuleFile &file,
   step->file = file;
   if (file.target == "cpu") {
     spmd_blas_set_threads(options.gemmThreads);
+    spmd_parallel_set_threads(options.nestThreads);
     spmd_keep_freed_memory();
   }
   auto resolve = [&](const std::vector<ModuleValue> &values,

@@ -122,9 +122,10 @@ std::optional<int> parseRunOptions(int argc, char **argv,
                  "native code (spmdc --aot) is linked as compiled")
       ->check(CLI::Range(0, 3));
   app.add_option("--threads", options.threads,
-                 "compiled modules: threads of each GEMM in a rank, or "
-                 "'all': the cores this process may use over the ranks on "
-                 "its node (default 1: one core per rank)")
+                 "compiled modules: threads of each GEMM and each large "
+                 "loop nest in a rank, or 'all': the cores this process may "
+                 "use over the ranks on its node (default 1: one core per "
+                 "rank)")
       ->check([](const std::string &v) -> std::string {
         if (v == "all")
           return "";
@@ -135,6 +136,9 @@ std::optional<int> parseRunOptions(int argc, char **argv,
         }
         return "--threads takes a positive number or 'all', got '" + v + "'";
       });
+  app.add_flag("--serial-nests", options.serialNests,
+               "compiled modules: run loop nests on one thread even where "
+               "--threads gives a rank more (its GEMMs still use them)");
   std::string maxTensorBytes;
   app.add_option("--max-tensor-bytes", maxTensorBytes,
                  "refuse a tensor or file entry of more bytes than this "

@@ -57,6 +57,18 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
                  "in memory; 0: none)")
       ->check(CLI::Range(0, 64))
       ->needs(overlap);
+  app.add_flag("--parallel-nests,!--no-parallel-nests",
+               options.lowering.parallelNests,
+               "--target=cpu: call large loop nests with independent outer "
+               "iterations through the runtime, which shares them among a "
+               "rank's threads when spmd-run --threads gives it more than "
+               "one (on by default)");
+  app.add_option("--parallel-nests-min-work",
+                 options.lowering.parallelNestsMinWork,
+                 "with --parallel-nests: the operations a nest executes at "
+                 "least (vector lanes counted) to be shared among threads "
+                 "(default 262144)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 50));
   app.add_flag("--aot", options.aot,
                "module stage: also compile the step's host code to native "
                "code, so spmd-run links it instead of compiling it");

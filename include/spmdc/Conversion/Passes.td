@@ -393,6 +393,74 @@ def OutlineLoopNests : Pass<"outline-loop-nests", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def ParallelizeLoopNests : Pass<"parallelize-loop-nests", "::mlir::ModuleOp"> {
+  let summary = "Give large outlined loop nests their outer loop's bounds as arguments, for a rank's threads";
+  let description = [{
+    After `--outline-loop-nests`, a nest function whose body is one
+    `affine.for` with constant bounds, whose iterations are independent and
+    whose work (the operations it executes, a vector counting its lanes)
+    reaches `min-work` (spmdc's `--parallel-nests-min-work`), takes that loop's bounds as two trailing `index`
+    arguments and is marked `spmdc.parallel_step` (the loop's step); its
+    calls pass the old bounds. `--call-parallel-nests` then calls it through
+    the runtime's `spmd_parallel_for`, which shares the iterations out
+    among the rank's threads (`spmd-run --threads`), in contiguous chunks
+    on step boundaries; on one thread it calls the nest once with the whole
+    range. Iterations are independent when every memref the nest writes is
+    accessed, by every load and store of the nest, with the loop's
+    induction variable itself as the index of one and the same dim (a
+    vector access spanning that dim spans at most the step), and the nest
+    has no other side effects and makes no views. Reductions over the
+    outer loop (a store that leaves it out) stay serial, so no sum changes
+    its order.
+
+    Before:
+    ```mlir
+    func.func private @forward_nest0_map(%a: memref<512x768xf32>, %b: memref<512x768xf32>) {
+      affine.for %i = 0 to 512 { ... %a[%i, %j] ... %b[%i, %j] ... }
+    }
+    ```
+    After:
+    ```mlir
+    func.func private @forward_nest0_map(%a: memref<512x768xf32>, %b: memref<512x768xf32>,
+        %lo: index, %hi: index) attributes {spmdc.parallel_step = 1 : i64} {
+      affine.for %i = %lo to %hi { ... }
+    }
+    ```
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"262144",
+           "operations a nest executes at least (vector lanes counted) to "
+           "be shared among threads">,
+  ];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def CallParallelNests : Pass<"call-parallel-nests", "::mlir::ModuleOp"> {
+  let summary = "Call the nests --parallelize-loop-nests marked through spmd_parallel_for";
+  let description = [{
+    On LLVM IR: each `llvm.call` of a function marked `spmdc.parallel_step`
+    (whose last two arguments are its outer loop's bounds) stores the other
+    arguments in 8-byte slots of a stack buffer and calls
+    `spmd_parallel_for(@<nest>_task, buffer, lo, hi, step)` instead;
+    `@<nest>_task(ctx, lo, hi)` loads them back and calls the nest on
+    [lo, hi). The mark is removed.
+
+    Before:
+    ```mlir
+    llvm.call @f(%a, %b, %c0, %c512) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
+    ```
+    After:
+    ```mlir
+    %buf = llvm.alloca %one x !llvm.array<2 x i64> : (i64) -> !llvm.ptr
+    llvm.store %a, ... ; llvm.store %b, ...
+    %task = llvm.mlir.addressof @f_task : !llvm.ptr
+    llvm.call @spmd_parallel_for(%task, %buf, %c0, %c512, %step)
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def NumberConstantGlobals : Pass<"number-constant-globals", "::mlir::ModuleOp"> {
   let summary = "Name and place constant memref globals in the order of first use";
   let description = [{

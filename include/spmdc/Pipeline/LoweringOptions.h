@@ -8,6 +8,8 @@
 #ifndef SPMDC_PIPELINE_LOWERINGOPTIONS_H
 #define SPMDC_PIPELINE_LOWERINGOPTIONS_H
 
+#include <cstdint>
+
 namespace spmdc {
 
 /// Where the lowered step runs.
@@ -47,6 +49,14 @@ struct LoweringOptions {
   /// With overlap: how many parameter gathers may be under way ahead of the
   /// one waited for (each holds one more group's parameters).
   unsigned prefetchDepth = 1;
+  /// cpu: large loop nests with independent outer iterations take their
+  /// outer loop's bounds and are called through spmd_parallel_for, which
+  /// shares them among a rank's threads (--parallelize-loop-nests).
+  bool parallelNests = true;
+  /// The operations (vector lanes counted) a nest executes at least to be
+  /// shared among threads: below it, waking a thread costs more than the
+  /// half of the nest it would take.
+  int64_t parallelNestsMinWork = 262144;
 };
 
 } // namespace spmdc

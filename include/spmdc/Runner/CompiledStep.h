@@ -37,6 +37,8 @@ public:
     int optLevel = 1;
     /// Threads of each GEMM (CPU modules).
     int gemmThreads = 1;
+    /// Threads of each loop nest spmdc's --parallel-nests made shareable.
+    int nestThreads = 1;
     /// CUDA modules: this process's rank on its node (its GPU).
     int localRank = 0;
     /// CUDA modules: several ranks under MPI (NCCL carries collectives).

@@ -69,6 +69,9 @@ struct RunOptions {
   /// GEMM threads per rank: a number, or "all" (this process's cores over
   /// the ranks on its node).
   std::string threads = "1";
+  /// Loop nests on one thread even where `threads` gives a rank more
+  /// (--serial-nests; GEMMs still use them).
+  bool serialNests = false;
   /// Ranks waiting in a collective yield their core ("on"), spin ("off"),
   /// or yield when the ranks exceed the cores ("auto";
   /// docs/reliability.md).
