@@ -23,6 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <utility>
+
 using namespace mlir;
 using json = nlohmann::json;
 
@@ -232,6 +234,35 @@ LogicalResult JsonGraphImporter::defineValue(const std::string &name,
   return success();
 }
 
+/// The operand count `op`'s traits require: (n, false) for exactly n,
+/// (n, true) for at least n; none for variadic operands.
+template <unsigned... Exact, unsigned... AtLeast>
+static std::optional<std::pair<size_t, bool>>
+operandArityOf(RegisteredOperationName op,
+               std::integer_sequence<unsigned, Exact...>,
+               std::integer_sequence<unsigned, AtLeast...>) {
+  std::optional<std::pair<size_t, bool>> arity;
+  if (op.hasTrait<OpTrait::ZeroOperands>())
+    arity = {0, false};
+  if (op.hasTrait<OpTrait::OneOperand>())
+    arity = {1, false};
+  ((op.hasTrait<OpTrait::NOperands<Exact>::template Impl>()
+        ? void(arity = {Exact, false})
+        : void()),
+   ...);
+  ((op.hasTrait<OpTrait::AtLeastNOperands<AtLeast>::template Impl>()
+        ? void(arity = {AtLeast, true})
+        : void()),
+   ...);
+  return arity;
+}
+
+static std::optional<std::pair<size_t, bool>>
+operandArity(RegisteredOperationName op) {
+  return operandArityOf(op, std::integer_sequence<unsigned, 2, 3, 4, 5, 6, 7, 8>(),
+                        std::integer_sequence<unsigned, 1, 2, 3, 4>());
+}
+
 LogicalResult JsonGraphImporter::importNode(const json &node,
                                             const std::string &pointer) {
   if (failed(checkKeys(node, pointer,
@@ -271,6 +302,17 @@ LogicalResult JsonGraphImporter::importNode(const json &node,
       operands.push_back(it->second);
     }
   }
+
+  // The op's shape rule reads its operands by position, unchecked: the
+  // count its traits require comes first (an `add` of one input read past
+  // its operands; found by fuzz/json-graph-fuzzer.cpp).
+  if (auto arity = operandArity(*registered);
+      arity && (operands.size() < arity->first ||
+                (!arity->second && operands.size() != arity->first)))
+    return error(pointer + "/inputs")
+           << "op '" << opName << "' takes " << (arity->second ? "at least " : "")
+           << arity->first << " input" << (arity->first == 1 ? "" : "s")
+           << ", got " << operands.size();
 
   RankedTensorType declaredType;
   if (node.contains("shape") || node.contains("dtype")) {
