@@ -232,7 +232,12 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
-  if (!adaptor.getDimAttr() || !adaptor.getStartAttr() ||
+  // Looked up by name first: the adaptor's getters find a required
+  // attribute by its position among all four, and read out of range when
+  // some are missing (a node without them; found by fuzzing).
+  DictionaryAttr attrs = adaptor.getAttributes();
+  if (!attrs || !attrs.get("dim") || !attrs.get("start") || !attrs.get("end") ||
+      !attrs.get("step") || !adaptor.getDimAttr() || !adaptor.getStartAttr() ||
       !adaptor.getEndAttr() || !adaptor.getStepAttr())
     return emitOptionalError(loc, "requires attributes 'dim', 'start', 'end' "
                                   "and 'step'");
