@@ -9,6 +9,8 @@
 
 #include "TorchExport.h"
 
+#include "spmdc/Support/ShapeString.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -1000,6 +1002,17 @@ FailureOr<Value> advancedIndex(Node &n, Value x, ArrayRef<Value> entries) {
     return n.error() << "index needs 1 to " << rank << " index tensors";
   bool adjacent = indexedDims.back() - indexedDims.front() + 1 ==
                   static_cast<int64_t>(indexedDims.size());
+  // The index tensors broadcast together (NumPy rules) to the result's
+  // index dims.
+  SmallVector<int64_t> indexShape(tg::typeOf(indices.front()).getShape());
+  for (Value idx : llvm::drop_begin(indices)) {
+    auto joint = tg::broadcastShapes(indexShape, tg::typeOf(idx).getShape());
+    if (failed(joint))
+      return n.error() << "index tensors of shapes " << shapeString(indexShape)
+                       << " and " << shapeString(tg::typeOf(idx).getShape())
+                       << " do not broadcast";
+    indexShape = *joint;
+  }
   tg::GraphMath m = n.math();
   // The linear index over the indexed dims, negative indices wrapped.
   Value linear;
@@ -1014,12 +1027,7 @@ FailureOr<Value> advancedIndex(Node &n, Value x, ArrayRef<Value> entries) {
     linear = linear ? m.add(linear, idx) : idx;
     rows *= size;
   }
-  RankedTensorType linearType = tg::typeOf(linear);
-  // A single index tensor broadcasts by itself; several broadcast together.
-  for (Value idx : indices)
-    if (tg::typeOf(idx).getShape() != linearType.getShape() &&
-        tg::typeOf(idx).getNumElements() > linearType.getNumElements())
-      linearType = tg::typeOf(idx);
+  auto linearType = RankedTensorType::get(indexShape, n.b.getI64Type());
   if (tg::typeOf(linear).getShape() != linearType.getShape())
     linear = tg::BroadcastOp::create(
         n.b, n.loc,
