@@ -309,6 +309,8 @@ def run_child(kind, cfg_name, files, steps, cores, extra_env=None):
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         if "ModuleNotFoundError" in done.stderr:
+            missing = done.stderr.strip().splitlines()[-1]
+            print(f"{kind}: skipped ({missing})", flush=True)
             return None
         raise SystemExit(f"{kind} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -406,7 +408,7 @@ def main():
         return
 
     import make_examples
-    from export_pt2 import write_safetensors
+    from safetensors_io import write_safetensors
     cores = sorted(os.sched_getaffinity(0))
     ceilings = run_child("ceilings", None, {}, 0, cores[:1]) or {}
     jax_gemm = run_child("jax-gemm", None, {}, 0, cores[:1])
