@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build ccache python3 git
   clang-22 lld-22 libclang-rt-22-dev libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libcli11-dev nlohmann-json3-dev libspdlog-dev libgtest-dev
-  libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev libzip-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev libzip-dev libmimalloc-dev
 )
 missing=()
 for p in "${packages[@]}"; do
