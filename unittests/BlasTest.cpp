@@ -2,7 +2,7 @@
 //
 // spmd_matmul_f32 and spmd_matmul_bf16 against a plain triple loop, for
 // every transpose, a batch that shares its weight (one GEMM over all rows)
-// and one that broadcasts A. The GEMMs run on oneDNN where it is linked,
+// and one that broadcasts A; f32 also split over 2 and 3 threads. The GEMMs run on oneDNN where it is linked,
 // else on CBLAS: both must give tg.matmul's result.
 //
 //===----------------------------------------------------------------------===//
@@ -82,25 +82,51 @@ const Case kCases[] = {
     {2, 64, 48, 96, false, false, false, true}, // one GEMM of 128 rows
 };
 
+/// Cases above the size where a rank with several threads splits a GEMM
+/// over them (Blas.cpp): by rows, by columns, whole matrices of a batch,
+/// and one GEMM over a batch's rows; no size a multiple of the split's
+/// blocks of 16.
+const Case kSplitCases[] = {
+    {1, 203, 37, 150, false, false, false, false}, // rows
+    {1, 41, 301, 100, true, true, false, false},   // columns, transposed
+    {8, 40, 40, 96, true, false, false, false},    // whole matrices
+    {3, 70, 50, 120, false, true, false, true},    // 210 rows, one weight
+    {2, 90, 130, 100, false, false, true, false},  // A broadcast, columns
+};
+
+void expectMatmulF32(const Case &c) {
+  auto aShape = operandShape(c, c.aBroadcast, c.m, c.k, c.transA);
+  auto bShape = operandShape(c, c.bBroadcast, c.k, c.n, c.transB);
+  std::vector<float> a(aShape[0] * c.m * c.k), b(bShape[0] * c.k * c.n),
+      out(c.batch * c.m * c.n, -1);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = valueAt(i, 1);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = valueAt(i, 2);
+  Descriptor da(a.data(), aShape), db(b.data(), bShape),
+      dc(out.data(), {c.batch, c.m, c.n});
+  spmd_matmul_f32(c.transA, c.transB, da.rank(), da.fields.data(), db.rank(),
+                  db.fields.data(), dc.rank(), dc.fields.data());
+  std::vector<double> want = reference(c, a, b);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(out[i], want[i], 1e-5 * (1 + std::abs(want[i])))
+        << "case m=" << c.m << " n=" << c.n << " k=" << c.k << " at " << i;
+}
+
 TEST(Blas, MatmulF32MatchesTheTripleLoop) {
-  for (const Case &c : kCases) {
-    auto aShape = operandShape(c, c.aBroadcast, c.m, c.k, c.transA);
-    auto bShape = operandShape(c, c.bBroadcast, c.k, c.n, c.transB);
-    std::vector<float> a(aShape[0] * c.m * c.k), b(bShape[0] * c.k * c.n),
-        out(c.batch * c.m * c.n, -1);
-    for (size_t i = 0; i < a.size(); ++i)
-      a[i] = valueAt(i, 1);
-    for (size_t i = 0; i < b.size(); ++i)
-      b[i] = valueAt(i, 2);
-    Descriptor da(a.data(), aShape), db(b.data(), bShape),
-        dc(out.data(), {c.batch, c.m, c.n});
-    spmd_matmul_f32(c.transA, c.transB, da.rank(), da.fields.data(),
-                    db.rank(), db.fields.data(), dc.rank(), dc.fields.data());
-    std::vector<double> want = reference(c, a, b);
-    for (size_t i = 0; i < want.size(); ++i)
-      ASSERT_NEAR(out[i], want[i], 1e-5 * (1 + std::abs(want[i])))
-          << "case m=" << c.m << " n=" << c.n << " k=" << c.k << " at " << i;
+  for (const Case &c : kCases)
+    expectMatmulF32(c);
+}
+
+TEST(Blas, MatmulF32SplitOverThreadsMatchesTheTripleLoop) {
+  for (int threads : {2, 3}) {
+    spmd_blas_set_threads(threads);
+    for (const Case &c : kSplitCases)
+      expectMatmulF32(c);
+    for (const Case &c : kCases)
+      expectMatmulF32(c);
   }
+  spmd_blas_set_threads(1);
 }
 
 TEST(Blas, MatmulBf16IsTheF32ProductRounded) {

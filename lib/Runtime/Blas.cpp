@@ -5,8 +5,9 @@
 // widest kernels (AVX-512, AVX512_BF16) whatever OPENBLAS_CORETYPE says.
 // SGEMM measured 8 to 12% faster than Debian's OpenBLAS on GPT-2's shapes,
 // bf16 twice that (docs/benchmarks.md). f64 GEMMs, and f32 where
-// oneDNN is absent, where a rank has several GEMM threads, or where
-// SPMDC_GEMM=openblas asks, go to the system's CBLAS.
+// oneDNN is absent or where SPMDC_GEMM=openblas asks, go to the system's
+// CBLAS. Each library runs on one thread: a rank with several splits its
+// large GEMMs over its own threads (gemmOnThreads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,8 +15,10 @@
 #include "OneDnn.h"
 #include "spmdc/Runtime/FloatFormats.h"
 #include "spmdc/Runtime/MatmulBatches.h"
+#include "spmdc/Runtime/ParallelFor.h"
 #include "spmdc/Runtime/Trace.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -42,13 +45,23 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 /// GEMM threads (spmd_blas_set_threads).
 int gemmThreads = 1;
 
-/// Both libraries start with a thread per core; a rank uses what it was
-/// given (oneDNN's threads are OpenMP's, kept at one: see sgemm()).
+/// Both libraries start with a thread per core; each is kept at one. A rank
+/// with several threads splits each large GEMM itself, over the pool of
+/// its loop nests (gemmOnThreads): one team for the whole step, where
+/// OpenBLAS's own threads competed with the nests' for the cores, and
+/// oneDNN's OpenMP team, woken for every GEMM, made medium's step 3 to 5
+/// times slower on two threads than on one (docs/benchmarks.md).
+/// OpenMP's thread count is each thread's own: every thread that runs a
+/// GEMM (the pool's too) sets it once.
 void applyGemmThreads() {
-  if (openblas_set_num_threads)
-    openblas_set_num_threads(gemmThreads);
-  if (omp_set_num_threads)
-    omp_set_num_threads(1);
+  static thread_local bool applied = [] {
+    if (openblas_set_num_threads)
+      openblas_set_num_threads(1);
+    if (omp_set_num_threads)
+      omp_set_num_threads(1);
+    return true;
+  }();
+  (void)applied;
 }
 
 /// Whether f32 GEMMs go to oneDNN: where it is linked in, unless the
@@ -73,22 +86,83 @@ void oneDnnSgemm(int order, int transA, int transB, int m, int n, int k,
               ldc);
 }
 
-/// The f32 GEMM of this process. A rank with several GEMM threads keeps
-/// OpenBLAS: oneDNN's OpenMP team woke for every GEMM and made medium's
-/// step 3 to 5 times slower on two threads than on one (docs/benchmarks.md).
-auto sgemm() {
-  return useOneDnn() && gemmThreads == 1 ? oneDnnSgemm : cblas_sgemm;
+/// The f32 GEMM of this process.
+auto sgemm() { return useOneDnn() ? oneDnnSgemm : cblas_sgemm; }
+
+template <typename T>
+using Gemm = void (*)(int, int, int, int, int, int, T, const T *, int,
+                      const T *, int, T, T *, int);
+
+/// Below this many flops a GEMM (or a batch of them) stays on the calling
+/// thread: waking the pool costs more than half of it saves.
+constexpr double kSplitFlops = 2e6;
+
+/// One GEMM C = op(A) @ op(B), row-major, that gemmOnThreads splits.
+template <typename T> struct GemmCall {
+  Gemm<T> gemm;
+  int transA, transB, m, n, k;
+  const T *a;
+  int lda;
+  const T *b;
+  int ldb;
+  T *c;
+  int ldc;
+
+  void run() const {
+    applyGemmThreads();
+    gemm(kRowMajor, transA, transB, m, n, k, T(1), a, lda, b, ldb, T(0), c,
+         ldc);
+  }
+  /// Rows [first, last) of C: the same rows of op(A).
+  GemmCall rows(int first, int last) const {
+    GemmCall part = *this;
+    part.m = last - first;
+    part.a = a + (transA == kTrans ? first : int64_t(first) * lda);
+    part.c = c + int64_t(first) * ldc;
+    return part;
+  }
+  /// Columns [first, last) of C: the same columns of op(B).
+  GemmCall columns(int first, int last) const {
+    GemmCall part = *this;
+    part.n = last - first;
+    part.b = b + (transB == kTrans ? int64_t(first) * ldb : first);
+    part.c = c + first;
+    return part;
+  }
+};
+
+/// Runs `call` on the rank's threads: its longer side of C split in one
+/// part per thread, in blocks of 16 (whole vectors of the microkernels).
+template <typename T> void gemmOnThreads(const GemmCall<T> &call) {
+  constexpr int kBlock = 16;
+  bool byRows = call.m >= call.n;
+  int side = byRows ? call.m : call.n;
+  int64_t blocks = (side + kBlock - 1) / kBlock;
+  if (gemmThreads <= 1 || blocks < 2 ||
+      2.0 * call.m * call.n * call.k < kSplitFlops) {
+    call.run();
+    return;
+  }
+  struct Job {
+    const GemmCall<T> &call;
+    bool byRows;
+    int side;
+  } job{call, byRows, side};
+  spmdc::rt::parallelChunks(
+      [](void *ctx, int64_t lo, int64_t hi) {
+        auto &job = *static_cast<Job *>(ctx);
+        int first = int(lo) * kBlock, last = std::min(int(hi) * kBlock, job.side);
+        (job.byRows ? job.call.rows(first, last)
+                    : job.call.columns(first, last))
+            .run();
+      },
+      &job, blocks, gemmThreads);
 }
 
 /// C = A @ B over `batches`, on row-major data of type T.
-template <typename T, typename Gemm>
-void gemmBatches(Gemm gemm, const spmdc::rt::MatmulBatches &batches,
+template <typename T>
+void gemmBatches(Gemm<T> gemm, const spmdc::rt::MatmulBatches &batches,
                  const T *aData, const T *bData, T *cData) {
-  static bool threadsSet = [] {
-    applyGemmThreads();
-    return true;
-  }();
-  (void)threadsSet;
   auto m = static_cast<int>(batches.m), n = static_cast<int>(batches.n),
        k = static_cast<int>(batches.k);
   int transA = batches.transposeA ? kTrans : kNoTrans;
@@ -96,14 +170,37 @@ void gemmBatches(Gemm gemm, const spmdc::rt::MatmulBatches &batches,
   int lda = batches.transposeA ? m : k, ldb = batches.transposeB ? k : n;
   if (batches.aFull && batches.bShared && !batches.transposeA) {
     // x @ W over a batch: one GEMM over all its rows.
-    gemm(kRowMajor, transA, transB, static_cast<int>(batches.count() * m), n, k,
-         T(1), aData, lda, bData, ldb, T(0), cData, n);
+    gemmOnThreads<T>({gemm, transA, transB,
+                      static_cast<int>(batches.count() * m), n, k, aData, lda,
+                      bData, ldb, cData, n});
     return;
   }
-  for (int64_t i = 0; i < batches.count(); ++i)
-    gemm(kRowMajor, transA, transB, m, n, k, T(1),
-         aData + batches.aMatrix[i] * m * k, lda,
-         bData + batches.bMatrix[i] * k * n, ldb, T(0), cData + i * m * n, n);
+  auto matrix = [&](int64_t i) {
+    return GemmCall<T>{gemm,  transA, transB,
+                       m,     n,      k,
+                       aData + batches.aMatrix[i] * m * k,
+                       lda,   bData + batches.bMatrix[i] * k * n,
+                       ldb,   cData + i * m * n,
+                       n};
+  };
+  int64_t count = batches.count();
+  if (gemmThreads > 1 && count >= gemmThreads &&
+      2.0 * count * m * n * k >= kSplitFlops) {
+    // Many matrices (attention's heads): whole matrices to each thread.
+    struct Job {
+      decltype(matrix) &of;
+    } job{matrix};
+    spmdc::rt::parallelChunks(
+        [](void *ctx, int64_t lo, int64_t hi) {
+          auto &job = *static_cast<Job *>(ctx);
+          for (int64_t i = lo; i < hi; ++i)
+            job.of(i).run();
+        },
+        &job, count, gemmThreads);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    gemmOnThreads(matrix(i));
 }
 
 /// A GEMM call on the trace (spmd-run --trace): its shape and flops.
@@ -206,6 +303,7 @@ void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
   TracedGemm traced{o.batches};
   // oneDNN's bf16 matmul (AVX512_BF16: twice the f32 rate), unless
   // SPMDC_GEMM=openblas asks for the widened SGEMM below.
+  applyGemmThreads();
   if (useOneDnn() &&
       spmdc::rt::oneDnnMatmulBf16(
           o.batches, reinterpret_cast<const uint16_t *>(o.a.data),

@@ -1,7 +1,8 @@
 //===- ParallelFor.cpp - a rank's threads for its loop nests --------------===//
 //
-// A small pool: workers spin a while for the next nest (they come back to
-// back between GEMMs), then sleep on a condition variable. The pool is
+// A small pool: workers spin a while for the next nest or GEMM (they come
+// back to back), then sleep on a condition variable. The rank's GEMMs
+// split themselves on it too (Blas.cpp), so its threads are one team. The pool is
 // made at the first call with more than one thread and never torn down
 // (its threads are detached).
 //
@@ -26,10 +27,12 @@ constexpr int kMaxThreads = 64;
 /// Chunks per thread: a thread that is late (the machine has more work
 /// than cores) leaves its chunks to the others.
 constexpr int kChunksPerThread = 4;
-/// How long a worker spins for the next nest before it sleeps.
-/// Short: a worker spinning while the rank's GEMM runs takes a core from
-/// OpenBLAS's threads (100 us made a step of medium slower than 1 thread).
-constexpr auto kSpin = std::chrono::microseconds(20);
+/// How long a worker spins for the next nest or GEMM before it sleeps. It
+/// was 20 us while OpenBLAS's own threads ran the GEMMs (a spinning worker
+/// took their core); with the GEMMs on this pool, 100 us keeps the team
+/// awake across the step's short gaps: medium's 2-thread step 13.3 -> 11.8
+/// ms, GPT-2 small's unchanged (docs/benchmarks.md).
+constexpr auto kSpin = std::chrono::microseconds(100);
 
 /// The state word: the job's generation (32 bits), its chunks (16) and the
 /// next chunk to claim (16). A claim is a compare-and-swap on the whole
@@ -93,7 +96,7 @@ struct Pool {
   }
 
   void run(Fn f, void *c, int64_t first, int64_t end, int64_t count,
-           int64_t stride, int threads) {
+           int64_t stride, int threads, int64_t chunkCount) {
     while (workers < threads - 1) {
       ++workers;
       std::thread([this] { work(); }).detach();
@@ -104,7 +107,7 @@ struct Pool {
     hi = end;
     iterations = count;
     step = stride;
-    chunks = std::min<int64_t>(count, int64_t(threads) * kChunksPerThread);
+    chunks = std::min<int64_t>(count, chunkCount);
     done.store(0, std::memory_order_relaxed);
     uint64_t generation = (generationOf(state.load()) + 1) & 0xffffffff;
     // seq_cst: against a worker going to sleep.
@@ -147,7 +150,19 @@ void spmd_parallel_for(void (*fn)(void *, int64_t, int64_t), void *ctx,
     fn(ctx, lo, hi);
     return;
   }
-  pool().run(fn, ctx, lo, hi, iterations, step, threads);
+  pool().run(fn, ctx, lo, hi, iterations, step, threads,
+             int64_t(threads) * kChunksPerThread);
 }
 
 } // extern "C"
+
+void spmdc::rt::parallelChunks(void (*fn)(void *, int64_t, int64_t), void *ctx,
+                               int64_t count, int threads) {
+  threads = int(std::clamp<int64_t>(std::min<int64_t>(threads, count), 1,
+                                    kMaxThreads));
+  if (threads <= 1) {
+    fn(ctx, 0, count);
+    return;
+  }
+  pool().run(fn, ctx, 0, count, count, 1, threads, threads);
+}

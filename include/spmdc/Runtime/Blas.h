@@ -11,7 +11,8 @@
 |* through oneDNN where it was built in (SPMDC_GEMM=openblas: the CBLAS    *|
 |* instead), f64 through the system's CBLAS (OpenBLAS), on one thread      *|
 |* unless spmd_blas_set_threads says more (spmd-run --threads: a rank with *|
-|* more than one core).                                                     *|
+|* more than one core), when a large GEMM is split over the rank's threads *|
+|* (the pool of spmd_parallel_for).                                         *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 

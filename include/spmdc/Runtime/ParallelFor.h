@@ -28,6 +28,14 @@ void spmd_parallel_for(void (*fn)(void *, int64_t, int64_t), void *ctx,
 
 #ifdef __cplusplus
 } // extern "C"
+
+namespace spmdc::rt {
+/// fn(ctx, lo, hi) over [0, count) in one contiguous chunk per thread, on
+/// at most `threads` of the same pool (the rank's GEMMs, split by rows or
+/// columns: one chunk each keeps each part a large GEMM).
+void parallelChunks(void (*fn)(void *, int64_t, int64_t), void *ctx,
+                    int64_t count, int threads);
+} // namespace spmdc::rt
 #endif
 
 #endif /* SPMDC_RUNTIME_PARALLELFOR_H */
