@@ -10,8 +10,9 @@ JIT-compiled functions): one of 1 step and one of 1 + K. Their difference
 is K steady steps (the JIT and the inputs, the same in both, cancel out).
 Each sample is charged by the function it fell in:
 
-  GEMM          OpenBLAS and spmd_matmul_* (the model's matmuls, attention's
-                included)
+  GEMM          oneDNN, OpenBLAS and spmd_matmul_* (the model's matmuls,
+                attention's included; oneDNN's JIT kernels, which perf
+                shows as [unknown])
   attention     the loop nests of attention and its gradient, but for its
                 GEMMs (`*_nest<N>_attention_*`: scaling, masking, softmax)
   optimizer     the optimizer's update (`*_nest<N>_optimizer_*`)
@@ -69,8 +70,11 @@ def kind_of(symbol, dso):
     if re.search(r"_nest\d+_reduce", symbol):
         return "reductions"
     # oneDNN's GEMM kernels are JIT code, named in a perf map
-    # (DNNL_JIT_PROFILE=2) as jit_..._gemm_...
-    if ("openblas" in dso or "dnnl" in dso
+    # (DNNL_JIT_PROFILE=2) as jit_..._gemm_... where its build supports
+    # that; Debian's does not, and perf puts them in [unknown]. The only
+    # other code made at run time is spmdc's, which SPMD_RUN_PERF names
+    # (jitted-*.so), so [unknown] is oneDNN's kernels.
+    if ("openblas" in dso or "dnnl" in dso or dso == "[unknown]"
             or symbol.startswith(("spmd_matmul", "sgemm", "dgemm"))
             or (symbol.startswith("jit_") and "gemm" in symbol)):
         return "GEMM"
