@@ -461,6 +461,7 @@ std::optional<int> Run::openCompiledStep() {
   load.multiRank = underMpi;
   load.gemmThreads = gemmThreads(options, mpirunLocalSize().value_or(1));
   load.nestThreads = options.serialNests ? 1 : load.gemmThreads;
+  inputs.threads = load.gemmThreads;
   if (std::optional<int> local = mpirunLocalRank())
     load.localRank = *local;
   compiled = CompiledStep::open(*moduleFile, context, load, errorMessage);

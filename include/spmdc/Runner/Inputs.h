@@ -48,6 +48,9 @@ public:
   /// state it holds come from it, before any file or initial value.
   Checkpoint *checkpoint = nullptr;
 
+  /// Threads buildF32InPlace may use: the rank's (spmd-run --threads).
+  int threads = 1;
+
   /// The seed of the deterministic initialisation (a resumed run takes its
   /// checkpoint's).
   void setSeed(uint64_t newSeed) { seed = newSeed; }
