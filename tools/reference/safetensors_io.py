@@ -1,8 +1,8 @@
 """safetensors files with numpy and the standard library alone.
 
-Keeps each array's dtype (f32, f64, i64, i32, bool), unlike
-torch_reference.py's f64-only writer, so that scripts which do not need
-PyTorch (bench/peers.py's spmdc and JAX rows) can write spmdc's inputs.
+Keeps each array's dtype (f32, f64, i64, i32, bool; f16 and bf16 are read
+too, bf16 as float32), so that scripts which do not need PyTorch
+(bench/peers.py's spmdc and JAX rows) can write spmdc's inputs.
 """
 
 import json
@@ -14,7 +14,7 @@ _ST_DTYPES = {np.dtype("float32"): "F32", np.dtype("float64"): "F64",
               np.dtype("int64"): "I64", np.dtype("int32"): "I32",
               np.dtype("bool"): "BOOL"}
 _NP_DTYPES = {"F32": "<f4", "F64": "<f8", "I64": "<i8", "I32": "<i4",
-              "BOOL": "|b1"}
+              "BOOL": "|b1", "F16": "<f2"}
 
 
 def write_safetensors(path, tensors, metadata=None):
@@ -49,6 +49,10 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], _NP_DTYPES[info["dtype"]]) \
-            .reshape(info["shape"])
+        if info["dtype"] == "BF16":  # numpy has no bfloat16: as float32
+            raw = np.frombuffer(data[begin:end], "<u2").astype(np.uint32)
+            array = (raw << 16).view(np.float32)
+        else:
+            array = np.frombuffer(data[begin:end], _NP_DTYPES[info["dtype"]])
+        out[name] = array.reshape(info["shape"])
     return out

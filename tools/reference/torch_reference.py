@@ -42,11 +42,13 @@ import argparse
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -121,50 +123,17 @@ def spmd_init(seed, name, shape, kind, index_bound=0):
 # safetensors, stdlib + numpy
 # ---------------------------------------------------------------------------
 
-_DTYPES = {"F64": "<f8", "F32": "<f4", "I64": "<i8", "I32": "<i4",
-           "BOOL": "|b1", "F16": "<f2"}
-
-
 def write_safetensors(path, tensors, metadata=None):
-    """tensors: {name: numpy array}; keys are written sorted."""
-    header, blobs, offset = {}, [], 0
-    if metadata:
-        header["__metadata__"] = metadata
-    for name in sorted(tensors):
-        # np.asarray keeps 0-d arrays 0-d (the loss has shape []).
-        array = np.asarray(tensors[name], dtype=np.float64)
-        blob = array.astype("<f8").tobytes(order="C")
-        header[name] = {"dtype": "F64", "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-len(text) % 8)  # data starts 8-byte aligned
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
+    """tensors: {name: numpy array}, written as F64; keys sorted."""
+    safetensors_io.write_safetensors(
+        path, {name: np.asarray(value, dtype=np.float64)
+               for name, value in tensors.items()}, metadata)
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        dtype = info["dtype"]
-        if dtype == "BF16":
-            raw = np.frombuffer(data[begin:end], "<u2").astype(np.uint32)
-            array = (raw << 16).view(np.float32)
-        else:
-            array = np.frombuffer(data[begin:end], _DTYPES[dtype])
-        out[name] = array.astype(np.float64).reshape(info["shape"])
-    return out
+    """Every tensor as float64."""
+    return {name: array.astype(np.float64)
+            for name, array in safetensors_io.read_safetensors(path).items()}
 
 
 # ---------------------------------------------------------------------------
