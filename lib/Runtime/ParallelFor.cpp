@@ -132,6 +132,23 @@ Pool &pool() {
   return *instance;
 }
 
+/// fn over [lo, hi), in chunks on step boundaries, on at most `threads`
+/// threads of the pool with `chunksPerThread` chunks each; on the calling
+/// thread alone where one thread (or one iteration) is all there is.
+void share(Fn fn, void *ctx, int64_t lo, int64_t hi, int64_t step,
+           int64_t threads, int64_t chunksPerThread) {
+  if (hi <= lo)
+    return;
+  int64_t iterations = (hi - lo + step - 1) / step;
+  threads = std::clamp<int64_t>(std::min(threads, iterations), 1, kMaxThreads);
+  if (threads == 1) {
+    fn(ctx, lo, hi);
+    return;
+  }
+  pool().run(fn, ctx, lo, hi, iterations, step, int(threads),
+             threads * chunksPerThread);
+}
+
 } // namespace
 
 extern "C" {
@@ -142,27 +159,12 @@ void spmd_parallel_set_threads(int32_t threads) {
 
 void spmd_parallel_for(void (*fn)(void *, int64_t, int64_t), void *ctx,
                        int64_t lo, int64_t hi, int64_t step) {
-  if (hi <= lo)
-    return;
-  int64_t iterations = (hi - lo + step - 1) / step;
-  int threads = int(std::min<int64_t>(nestThreads, iterations));
-  if (threads <= 1) {
-    fn(ctx, lo, hi);
-    return;
-  }
-  pool().run(fn, ctx, lo, hi, iterations, step, threads,
-             int64_t(threads) * kChunksPerThread);
+  share(fn, ctx, lo, hi, step, nestThreads, kChunksPerThread);
 }
 
 } // extern "C"
 
 void spmdc::rt::parallelChunks(void (*fn)(void *, int64_t, int64_t), void *ctx,
                                int64_t count, int threads) {
-  threads = int(std::clamp<int64_t>(std::min<int64_t>(threads, count), 1,
-                                    kMaxThreads));
-  if (threads <= 1) {
-    fn(ctx, 0, count);
-    return;
-  }
-  pool().run(fn, ctx, 0, count, count, 1, threads, threads);
+  share(fn, ctx, 0, count, 1, threads, 1);
 }
