@@ -1,14 +1,21 @@
 //===- StoredTensorTest.cpp - tests of tensors read in place --------------===//
 //
 // A strided view of storage inside a larger file: blocks of it read right,
-// its bytes stream into a safetensors section that SafeTensorsReader reads
-// at an offset of another file, and storage beyond the file is an error.
+// as doubles and as f32 (on threads, in pieces), its bytes stream into a
+// safetensors section that SafeTensorsReader reads at an offset of another
+// file, and storage beyond the file is an error. Also the heap policy's
+// zeroing of a block without writing its pages.
 //
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Runtime/StoredTensor.h"
+#include "spmdc/Runtime/HeapPolicy.h"
+#include "spmdc/Runtime/ParallelFor.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include <cstdio>
 #include <fstream>
@@ -100,6 +107,104 @@ TEST(StoredTensor, StreamsIntoASafeTensorsSectionReadAtAnOffset) {
   EXPECT_NE(error.find("was the file truncated?"), std::string::npos);
   for (const std::string &p : {a, b, out})
     std::remove(p.c_str());
+}
+
+TEST(StoredTensor, ReadsBlocksAsF32AsTheDoublesWouldBe) {
+  std::string path = writeStorage("strided-f32", 10, {0, 10, 1, 11, 2, 12});
+  StoredTensor t = transposed(path);
+  std::string error;
+  for (auto [offsets, sizes] :
+       {std::pair<std::vector<int64_t>, std::vector<int64_t>>{{0, 0}, {2, 3}},
+        {{1, 1}, {1, 2}},
+        {{0, 2}, {2, 1}}}) {
+    std::vector<double> doubles;
+    ASSERT_TRUE(readStoredBlock(t, offsets, sizes, doubles, error)) << error;
+    std::vector<float> floats(doubles.size(), -1);
+    ASSERT_TRUE(readStoredBlockF32(t, offsets, sizes, floats.data(), 2, error))
+        << error;
+    for (size_t i = 0; i < doubles.size(); ++i)
+      EXPECT_EQ(floats[i], static_cast<float>(doubles[i])) << i;
+  }
+  std::remove(path.c_str());
+}
+
+TEST(StoredTensor, ReadsLargeRowMajorBlocksInPiecesOnThreads) {
+  // [3, 5, 2^18] row-major f32, after 12 bytes: a block of rows 1..2 taken
+  // whole is one run of 2.6 M elements (three pieces); a block that cuts
+  // the middle dim is six runs.
+  const int64_t inner = int64_t(1) << 18;
+  std::vector<float> values(static_cast<size_t>(3 * 5 * inner));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(i % 100003) * 0.5f;
+  std::string path = writeStorage("rows", 12, values);
+  StoredTensor t;
+  t.path = path;
+  t.dataOffset = 12;
+  t.dataBytes = values.size() * 4;
+  t.shape = {3, 5, inner};
+  t.strides = {5 * inner, inner, 1};
+  ASSERT_TRUE(t.isRowMajor());
+  spmd_parallel_set_threads(3);
+  std::string error;
+  for (auto [offsets, sizes] :
+       {std::pair<std::vector<int64_t>, std::vector<int64_t>>{
+            {1, 0, 0}, {2, 5, inner}},
+        {{0, 1, 0}, {3, 2, inner}},
+        {{2, 4, 7}, {1, 1, 100}}}) {
+    int64_t count = sizes[0] * sizes[1] * sizes[2];
+    std::vector<float> out(static_cast<size_t>(count), -1);
+    ASSERT_TRUE(readStoredBlockF32(t, offsets, sizes, out.data(), 3, error))
+        << error;
+    size_t at = 0;
+    for (int64_t i = 0; i < sizes[0]; ++i)
+      for (int64_t j = 0; j < sizes[1]; ++j)
+        for (int64_t k = 0; k < sizes[2]; ++k, ++at) {
+          int64_t element = (offsets[0] + i) * 5 * inner +
+                            (offsets[1] + j) * inner + offsets[2] + k;
+          ASSERT_EQ(out[at], values[static_cast<size_t>(element)])
+              << i << " " << j << " " << k;
+        }
+  }
+  spmd_parallel_set_threads(1);
+  std::remove(path.c_str());
+}
+
+TEST(StoredTensor, ReadsOtherDTypesAsF32) {
+  // f64 storage: each value rounded to f32 as a cast from the double.
+  std::string path = tempPath("f64");
+  std::vector<double> values = {1.0 / 3, -2.5, 1e-40, 16777217.0};
+  {
+    std::ofstream os(path, std::ios::binary);
+    os.write(reinterpret_cast<const char *>(values.data()),
+             values.size() * sizeof(double));
+  }
+  StoredTensor t;
+  t.path = path;
+  t.dataBytes = values.size() * 8;
+  t.dtype = DType::F64;
+  t.shape = {2, 2};
+  t.strides = {2, 1};
+  std::vector<float> out(4);
+  std::string error;
+  ASSERT_TRUE(readStoredBlockF32(t, {0, 0}, {2, 2}, out.data(), 1, error))
+      << error;
+  for (size_t i = 0; i < values.size(); ++i)
+    EXPECT_EQ(out[i], static_cast<float>(values[i])) << i;
+  std::remove(path.c_str());
+}
+
+TEST(HeapPolicy, ZeroUntouchedZeroesEveryByteOfLargeAndSmallBlocks) {
+  for (size_t bytes : {size_t(100), size_t(3) << 20, (size_t(5) << 20) + 13}) {
+    auto *block = static_cast<unsigned char *>(std::malloc(bytes + 64));
+    std::memset(block, 0xab, bytes + 64);
+    // An odd start: the pages it shares with its neighbours are memset.
+    spmd_zero_untouched(block + 3, bytes);
+    EXPECT_EQ(block[2], 0xab);
+    for (size_t i = 0; i < bytes; ++i)
+      ASSERT_EQ(block[3 + i], 0) << bytes << " " << i;
+    EXPECT_EQ(block[3 + bytes], 0xab);
+    std::free(block);
+  }
 }
 
 TEST(StoredTensor, StorageBeyondTheFileIsAnError) {

@@ -82,6 +82,8 @@ static std::string serializeHead(const ModuleFile &m, uint64_t weightsBytes) {
     for (const ModuleValue &v : m.constantBuffers)
       header["constant_buffers"].push_back(toJson(v));
   }
+  if (m.bufferPeakBytes)
+    header["buffer_peak_bytes"] = m.bufferPeakBytes;
   if (!native.empty() || weightsBytes)
     header["program_bytes"] = program.size();
   if (!native.empty())
@@ -208,6 +210,8 @@ std::optional<ModuleFile> ModuleFile::parse(llvm::StringRef bytes,
           return std::nullopt;
         }
     }
+    if (header.contains("buffer_peak_bytes"))
+      file.bufferPeakBytes = header["buffer_peak_bytes"].get<uint64_t>();
     // Without native code or weights the program is the rest of the file.
     uint64_t programBytes = body.size();
     uint64_t nativeBytes = 0;

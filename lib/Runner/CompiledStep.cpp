@@ -312,6 +312,7 @@ std::unique_ptr<CompiledStep> CompiledStep::open(const ModuleFile &file,
     spmd_blas_set_threads(options.gemmThreads);
     spmd_parallel_set_threads(options.nestThreads);
     spmd_keep_freed_memory();
+    spmd_reserve_heap(file.bufferPeakBytes);
   }
   auto resolve = [&](const std::vector<ModuleValue> &values,
                      std::vector<DType> &types) {
@@ -519,6 +520,15 @@ void CompiledStep::stage(size_t index, const interp::Tensor &value) {
   storeElements(argumentTypes[index], value.data,
                 argumentBuffer(index, value.data.size() *
                                           rt::dtypeSize(argumentTypes[index])));
+}
+
+void CompiledStep::zeroArgument(size_t index, size_t elements) {
+  size_t bytes = elements * rt::dtypeSize(argumentTypes[index]);
+  char *buffer = argumentBuffer(index, bytes);
+  if (cuda)
+    std::memset(buffer, 0, bytes);
+  else
+    spmd_zero_untouched(buffer, bytes);
 }
 
 float *CompiledStep::f32Buffer(size_t index, size_t elements) {

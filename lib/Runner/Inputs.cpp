@@ -19,28 +19,6 @@ using spmdc::interp::Tensor;
 
 namespace spmdc::runner {
 
-namespace {
-
-/// Reads the block at `offsets` of `sizes` of `info`'s tensor in `file`,
-/// which must have the logical shape.
-bool readFromFile(rt::SafeTensorsReader &file, const tg::GraphValueInfo &info,
-                  const std::vector<int64_t> &offsets,
-                  const std::vector<int64_t> &sizes, Tensor &block,
-                  std::string &error) {
-  const rt::TensorInfo *stored = file.find(info.name);
-  std::vector<int64_t> shape(info.type.getShape().begin(),
-                             info.type.getShape().end());
-  if (stored->shape != shape) {
-    error = file.path() + ": tensor '" + info.name + "' has shape " +
-            shapeString(stored->shape) + " but the program expects " +
-            shapeString(shape);
-    return false;
-  }
-  return file.readSliceAsDouble(info.name, offsets, sizes, block.data, error);
-}
-
-} // namespace
-
 InputBuilder::InputBuilder(uint64_t seed) : seed(seed) {}
 
 InputBuilder::~InputBuilder() = default;
@@ -69,42 +47,22 @@ bool InputBuilder::build(const tg::GraphValueInfo &info,
     return false;
   }
   block = Tensor(sizes);
-  if (info.role == tg::Role::data && dataset && dataset->feeds(info.name))
+  Source source = sourceOf(info);
+  if (source == Source::Dataset)
     return dataset->read(info, batch, offsets, sizes, block, error);
-  if (checkpoint && checkpoint->holds(info))
+  if (source == Source::Checkpoint)
     return checkpoint->read(info, offsets, sizes, block, error);
-  rt::SafeTensorsReader *file = info.role == tg::Role::data ? data.get() : params.get();
-  if (file && file->find(info.name))
-    return readFromFile(*file, info, offsets, sizes, block, error);
-  // Initial values a module carries (a torch.export archive's weights).
-  bool initialized = info.role == tg::Role::param || info.role == tg::Role::state;
-  if (initialized && moduleWeights && moduleWeights->find(info.name))
-    return readFromFile(*moduleWeights, info, offsets, sizes, block, error);
-  // Initial values the program refers to, read in place from their file.
-  if (info.initRef) {
-    std::optional<rt::DType> dtype = dtypeOf(info.type.getElementType());
-    if (!dtype) {
-      error = "'" + info.name + "' has an initial value of an unsupported "
-              "dtype";
-      return false;
-    }
+  if (isStored(source)) {
     rt::StoredTensor stored;
-    stored.path = info.initRef->file;
-    stored.dataOffset = info.initRef->offset;
-    stored.dataBytes = info.initRef->bytes;
-    stored.dtype = *dtype;
-    stored.shape = shape;
-    stored.strides = info.initRef->strides;
-    stored.storageOffset = info.initRef->storageOffset;
-    if (!rt::readStoredBlock(stored, offsets, sizes, block.data, error)) {
-      error = "the initial value of '" + info.name + "' (" +
-              info.initRef->entry + "): " + error;
+    if (!storedTensor(info, source, stored, error))
       return false;
-    }
-    return true;
+    if (rt::readStoredBlock(stored, offsets, sizes, block.data, error))
+      return true;
+    explainReadError(info, source, error);
+    return false;
   }
   // Weights the program carries as a literal.
-  if (info.initialValue) {
+  if (source == Source::Literal) {
     auto dense = llvm::dyn_cast<DenseElementsAttr>(info.initialValue);
     if (!dense) {
       error = "parameter '" + info.name + "' has an unreadable initial value";
@@ -133,8 +91,8 @@ bool InputBuilder::build(const tg::GraphValueInfo &info,
   }
   // A --params file must hold every parameter: a missing one is far more
   // likely a wrong file than a wish for random values.
-  if (file && info.role == tg::Role::param) {
-    error = file->path() + ": has no tensor '" + info.name + "'";
+  if (source == Source::Missing) {
+    error = params->path() + ": has no tensor '" + info.name + "'";
     return false;
   }
   int kind;
@@ -172,33 +130,102 @@ bool InputBuilder::initKindOf(const tg::GraphValueInfo &info, int &kind,
   return true;
 }
 
-bool InputBuilder::givenElsewhere(const tg::GraphValueInfo &info) const {
+InputBuilder::Source InputBuilder::sourceOf(const tg::GraphValueInfo &info) const {
   if (info.role == tg::Role::data && dataset && dataset->feeds(info.name))
-    return true;
+    return Source::Dataset;
   if (checkpoint && checkpoint->holds(info))
-    return true;
+    return Source::Checkpoint;
   rt::SafeTensorsReader *file =
       info.role == tg::Role::data ? data.get() : params.get();
-  // A --params file without the parameter is refused by build().
-  if (file && (file->find(info.name) || info.role == tg::Role::param))
-    return true;
+  if (file && file->find(info.name))
+    return Source::File;
   bool initialized =
       info.role == tg::Role::param || info.role == tg::Role::state;
   if (initialized && moduleWeights && moduleWeights->find(info.name))
-    return true;
-  return info.initRef || info.initialValue;
+    return Source::ModuleWeights;
+  if (info.initRef)
+    return Source::InitRef;
+  if (info.initialValue)
+    return Source::Literal;
+  if (file && info.role == tg::Role::param)
+    return Source::Missing;
+  return Source::Init;
 }
 
-bool InputBuilder::buildF32InPlace(const tg::GraphValueInfo &info,
-                                   const std::vector<int64_t> &offsets,
-                                   const std::vector<int64_t> &sizes,
-                                   float *out) const {
+void InputBuilder::explainReadError(const tg::GraphValueInfo &info,
+                                    Source source, std::string &error) {
+  if (source == Source::InitRef)
+    error = "the initial value of '" + info.name + "' (" +
+            info.initRef->entry + "): " + error;
+}
+
+bool InputBuilder::storedTensor(const tg::GraphValueInfo &info, Source source,
+                                rt::StoredTensor &stored,
+                                std::string &error) const {
+  std::vector<int64_t> shape(info.type.getShape().begin(),
+                             info.type.getShape().end());
+  if (source == Source::InitRef) {
+    // Initial values the program refers to, read in place from their file.
+    std::optional<rt::DType> dtype = dtypeOf(info.type.getElementType());
+    if (!dtype) {
+      error = "'" + info.name + "' has an initial value of an unsupported "
+              "dtype";
+      return false;
+    }
+    stored.path = info.initRef->file;
+    stored.dataOffset = info.initRef->offset;
+    stored.dataBytes = info.initRef->bytes;
+    stored.dtype = *dtype;
+    stored.shape = shape;
+    stored.strides = info.initRef->strides;
+    stored.storageOffset = info.initRef->storageOffset;
+    return true;
+  }
+  // A --params or --data file, or the initial values a module carries (a
+  // torch.export archive's weights), which must have the logical shape.
+  rt::SafeTensorsReader &file =
+      source == Source::ModuleWeights ? *moduleWeights
+      : info.role == tg::Role::data   ? *data
+                                      : *params;
+  const rt::TensorInfo *entry = file.find(info.name);
+  if (entry->shape != shape) {
+    error = file.path() + ": tensor '" + info.name + "' has shape " +
+            shapeString(entry->shape) + " but the program expects " +
+            shapeString(shape);
+    return false;
+  }
+  stored = file.stored(*entry);
+  return true;
+}
+
+bool InputBuilder::isZeros(const tg::GraphValueInfo &info) const {
   int kind;
   int64_t bound;
   std::string unused;
-  if (info.type.getNumElements() > (int64_t(1) << 30) ||
-      givenElsewhere(info) || !initKindOf(info, kind, bound, unused))
-    return false;
+  return sourceOf(info) == Source::Init &&
+         initKindOf(info, kind, bound, unused) && kind == SPMD_INIT_ZERO;
+}
+
+InputBuilder::InPlace InputBuilder::buildF32InPlace(
+    const tg::GraphValueInfo &info, const std::vector<int64_t> &offsets,
+    const std::vector<int64_t> &sizes, float *out, std::string &error) const {
+  if (info.type.getNumElements() > (int64_t(1) << 30))
+    return InPlace::NotHere;
+  Source source = sourceOf(info);
+  if (isStored(source)) {
+    rt::StoredTensor stored;
+    if (!storedTensor(info, source, stored, error))
+      return InPlace::Failed;
+    if (rt::readStoredBlockF32(stored, offsets, sizes, out, threads, error))
+      return InPlace::Built;
+    explainReadError(info, source, error);
+    return InPlace::Failed;
+  }
+  int kind;
+  int64_t bound;
+  std::string unused;
+  if (source != Source::Init || !initKindOf(info, kind, bound, unused))
+    return InPlace::NotHere;
   std::vector<int64_t> shape(info.type.getShape().begin(),
                              info.type.getShape().end());
   int64_t count = 1;
@@ -213,7 +240,7 @@ bool InputBuilder::buildF32InPlace(const tg::GraphValueInfo &info,
     spmd_init_block_f32(seed, info.name.c_str(), shape.data(),
                         static_cast<int32_t>(shape.size()), kind, bound,
                         offsets.data(), sizes.data(), out);
-    return true;
+    return InPlace::Built;
   }
   struct Slabs {
     uint64_t seed;
@@ -236,7 +263,7 @@ bool InputBuilder::buildF32InPlace(const tg::GraphValueInfo &info,
                             s.out + first * s.slabElements);
       },
       &slabs, sizes[0], threads);
-  return true;
+  return InPlace::Built;
 }
 
 } // namespace spmdc::runner

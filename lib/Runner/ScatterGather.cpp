@@ -170,18 +170,29 @@ bool scatterArgument(const StepSignature &signature, size_t i,
       offsets.assign(local.size(), 0);
       sizes.assign(local.begin(), local.end());
     }
-    // An f32 input of the deterministic initialisation goes straight into
-    // the step's buffer: GPT-2 small's 124 M parameters and AdamW state
-    // are never built as f64 beside it.
+    // A rank's whole block goes straight into the step's buffer: zeros (the
+    // optimizer's state) as fresh zeroed memory, and f32 values from a file
+    // or the deterministic initialisation with no f64 copy beside them
+    // (GPT-2 small's 124 M parameters and AdamW state).
     if (compiled && !sharding.hasParts() && llvm::equal(sizes, local)) {
       int64_t count = 1;
       for (int64_t size : sizes)
         count *= size;
+      if (inputs.isZeros(logicalInfo)) {
+        compiled->zeroArgument(i, count);
+        block.shape.assign(local.begin(), local.end());
+        continue;
+      }
       float *buffer = compiled->f32Buffer(i, count);
-      if (buffer && inputs.buildF32InPlace(logicalInfo,
-                                           {offsets.begin(), offsets.end()},
-                                           {sizes.begin(), sizes.end()},
-                                           buffer)) {
+      InputBuilder::InPlace built =
+          buffer ? inputs.buildF32InPlace(logicalInfo,
+                                          {offsets.begin(), offsets.end()},
+                                          {sizes.begin(), sizes.end()}, buffer,
+                                          error)
+                 : InputBuilder::InPlace::NotHere;
+      if (built == InputBuilder::InPlace::Failed)
+        return false;
+      if (built == InputBuilder::InPlace::Built) {
         block.shape.assign(local.begin(), local.end());
         continue;
       }

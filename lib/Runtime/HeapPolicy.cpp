@@ -2,9 +2,22 @@
 
 #include "spmdc/Runtime/HeapPolicy.h"
 
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace {
+constexpr uintptr_t kHugePage = uintptr_t(2) << 20;
+
+uintptr_t alignUp(uintptr_t p, uintptr_t to) { return (p + to - 1) & ~(to - 1); }
+uintptr_t alignDown(uintptr_t p, uintptr_t to) { return p & ~(to - 1); }
+} // namespace
 
 extern "C" void spmd_keep_freed_memory(void) {
 #if defined(__GLIBC__)
@@ -13,4 +26,40 @@ extern "C" void spmd_keep_freed_memory(void) {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, -1);
 #endif
+}
+
+extern "C" void spmd_reserve_heap(uint64_t bytes) {
+#if defined(__GLIBC__) && defined(MADV_HUGEPAGE)
+  // Smaller heaps gain little; a failed madvise (THP off) changes nothing.
+  if (bytes < (uint64_t(64) << 20))
+    return;
+  void *block = std::malloc(bytes);
+  if (!block)
+    return;
+  uintptr_t first = alignUp(reinterpret_cast<uintptr_t>(block), kHugePage);
+  uintptr_t last = alignDown(reinterpret_cast<uintptr_t>(block) + bytes,
+                             kHugePage);
+  if (last > first)
+    madvise(reinterpret_cast<void *>(first), last - first, MADV_HUGEPAGE);
+  // Freed into the heap's top, which spmd_keep_freed_memory never trims:
+  // the step's buffers are carved from it.
+  std::free(block);
+#else
+  (void)bytes;
+#endif
+}
+
+extern "C" void spmd_zero_untouched(void *buffer, uint64_t bytes) {
+  auto begin = reinterpret_cast<uintptr_t>(buffer);
+  uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t first = alignUp(begin, page), last = alignDown(begin + bytes, page);
+  // Pages wholly inside the buffer are handed back: the next touch maps
+  // the kernel's zeros, and a read alone the shared zero page.
+  if (bytes < (uint64_t(1) << 20) || last <= first ||
+      madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED)) {
+    std::memset(buffer, 0, bytes);
+    return;
+  }
+  std::memset(buffer, 0, first - begin);
+  std::memset(reinterpret_cast<void *>(last), 0, begin + bytes - last);
 }

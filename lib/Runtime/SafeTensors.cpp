@@ -10,6 +10,7 @@
 #include "spmdc/Runtime/AtomicFile.h"
 #include "spmdc/Runtime/FloatFormats.h"
 #include "spmdc/Runtime/Limits.h"
+#include "spmdc/Runtime/StoredTensor.h"
 
 #include <nlohmann/json.hpp>
 
@@ -445,6 +446,19 @@ const TensorInfo *SafeTensorsReader::find(const std::string &name) const {
   if (it == infos.end() || it->name != name)
     return nullptr;
   return &*it;
+}
+
+StoredTensor SafeTensorsReader::stored(const TensorInfo &info) const {
+  StoredTensor t;
+  t.path = filePath;
+  t.dataOffset = dataStart + info.dataBegin;
+  t.dataBytes = info.dataEnd - info.dataBegin;
+  t.dtype = info.dtype;
+  t.shape = info.shape;
+  t.strides.assign(info.shape.size(), 1);
+  for (size_t d = info.shape.size(); d-- > 1;)
+    t.strides[d - 1] = t.strides[d] * info.shape[d];
+  return t;
 }
 
 bool SafeTensorsReader::readRun(const TensorInfo &info, uint64_t firstElement,

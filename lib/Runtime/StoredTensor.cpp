@@ -2,11 +2,18 @@
 
 #include "spmdc/Runtime/StoredTensor.h"
 
+#include "spmdc/Runtime/ParallelFor.h"
+
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <mutex>
 
 namespace spmdc::rt {
 
@@ -40,9 +47,18 @@ bool StoredTensor::isRowMajor() const {
 
 namespace {
 
-/// An open stored tensor, checked against its file.
+/// An open stored tensor, checked against its file. Reads are pread()s, so
+/// threads may share one reader.
 class StoredReader {
 public:
+  StoredReader() = default;
+  StoredReader(const StoredReader &) = delete;
+  StoredReader &operator=(const StoredReader &) = delete;
+  ~StoredReader() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+
   bool open(const StoredTensor &t, std::string &error) {
     tensor = &t;
     where = t.path + ": a tensor at byte " + std::to_string(t.dataOffset);
@@ -56,13 +72,13 @@ public:
               " bytes but its storage has " + std::to_string(t.dataBytes);
       return false;
     }
-    file.open(t.path, std::ios::binary);
-    if (!file) {
+    struct stat status;
+    fd = ::open(t.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
       error = t.path + ": cannot open file (the weights are read from it)";
       return false;
     }
-    file.seekg(0, std::ios::end);
-    uint64_t size = static_cast<uint64_t>(file.tellg());
+    uint64_t size = static_cast<uint64_t>(status.st_size);
     if (size < t.dataOffset + t.dataBytes) {
       error = where + ": the file is " + std::to_string(size) +
               " bytes but the tensor's storage ends at byte " +
@@ -73,26 +89,85 @@ public:
     return true;
   }
 
-  /// Reads `count` storage elements from storage element `first`.
-  bool read(int64_t first, int64_t count, std::vector<unsigned char> &bytes,
-            std::string &error) {
+  /// Reads `count` storage elements from storage element `first` into
+  /// `dest`.
+  bool readInto(int64_t first, int64_t count, void *dest,
+                std::string &error) const {
     size_t elem = dtypeSize(tensor->dtype);
-    bytes.resize(static_cast<size_t>(count) * elem);
-    file.clear();
-    file.seekg(static_cast<std::streamoff>(tensor->dataOffset + first * elem));
-    if (!file.read(reinterpret_cast<char *>(bytes.data()),
-                   static_cast<std::streamsize>(bytes.size()))) {
-      error =
-          where + ": cannot read " + std::to_string(bytes.size()) + " bytes";
-      return false;
+    size_t bytes = static_cast<size_t>(count) * elem;
+    auto *at = static_cast<char *>(dest);
+    off_t offset = static_cast<off_t>(tensor->dataOffset + first * elem);
+    while (bytes > 0) {
+      ssize_t got = ::pread(fd, at, bytes, offset);
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got <= 0) {
+        error = where + ": cannot read " + std::to_string(bytes) +
+                " bytes at byte " + std::to_string(offset);
+        return false;
+      }
+      at += got;
+      offset += got;
+      bytes -= static_cast<size_t>(got);
     }
     return true;
   }
 
+  bool read(int64_t first, int64_t count, std::vector<unsigned char> &bytes,
+            std::string &error) const {
+    bytes.resize(static_cast<size_t>(count) * dtypeSize(tensor->dtype));
+    return readInto(first, count, bytes.data(), error);
+  }
+
   const StoredTensor *tensor = nullptr;
-  std::ifstream file;
+  int fd = -1;
   std::string where;
 };
+
+/// Checks that [offsets, offsets + sizes) is a block of `t`.
+bool checkBlock(const StoredReader &reader, const StoredTensor &t,
+                const std::vector<int64_t> &offsets,
+                const std::vector<int64_t> &sizes, std::string &error) {
+  size_t rank = t.shape.size();
+  if (offsets.size() != rank || sizes.size() != rank) {
+    error = reader.where + ": a block of rank " +
+            std::to_string(offsets.size()) + " of a tensor of rank " +
+            std::to_string(rank);
+    return false;
+  }
+  for (size_t d = 0; d < rank; ++d)
+    if (offsets[d] < 0 || sizes[d] < 0 || offsets[d] + sizes[d] > t.shape[d]) {
+      error = reader.where + ": block outside the tensor's shape";
+      return false;
+    }
+  return true;
+}
+
+/// A block of a stored tensor with each dim it takes whole and that lies
+/// contiguously after the dim before it merged into that dim: the same
+/// elements in the same order, in fewer and longer runs (a row-major
+/// tensor read whole is one run).
+struct Block {
+  StoredTensor view;
+  std::vector<int64_t> offsets, sizes;
+};
+
+Block coalesced(const StoredTensor &t, const std::vector<int64_t> &offsets,
+                const std::vector<int64_t> &sizes) {
+  Block b{t, offsets, sizes};
+  std::vector<int64_t> &shape = b.view.shape, &strides = b.view.strides;
+  for (size_t d = shape.size(); d-- > 1;) {
+    if (b.sizes[d] != shape[d] || strides[d - 1] != strides[d] * shape[d])
+      continue;
+    b.offsets[d - 1] = b.offsets[d - 1] * shape[d] + b.offsets[d];
+    b.sizes[d - 1] *= b.sizes[d];
+    shape[d - 1] *= shape[d];
+    strides[d - 1] = strides[d];
+    for (auto *dims : {&shape, &strides, &b.offsets, &b.sizes})
+      dims->erase(dims->begin() + static_cast<std::ptrdiff_t>(d));
+  }
+  return b;
+}
 
 /// Calls `run(firstStorageElement)` for each innermost run of the block
 /// (all dims but the last at fixed indices).
@@ -131,28 +206,18 @@ bool readStoredBlock(const StoredTensor &tensor,
                      std::vector<double> &out, std::string &error) {
   out.clear();
   StoredReader reader;
-  if (!reader.open(tensor, error))
+  if (!reader.open(tensor, error) ||
+      !checkBlock(reader, tensor, offsets, sizes, error))
     return false;
-  size_t rank = tensor.shape.size();
-  if (offsets.size() != rank || sizes.size() != rank) {
-    error = reader.where + ": a block of rank " +
-            std::to_string(offsets.size()) + " of a tensor of rank " +
-            std::to_string(rank);
-    return false;
-  }
-  for (size_t d = 0; d < rank; ++d)
-    if (offsets[d] < 0 || sizes[d] < 0 ||
-        offsets[d] + sizes[d] > tensor.shape[d]) {
-      error = reader.where + ": block outside the tensor's shape";
-      return false;
-    }
+  Block b = coalesced(tensor, offsets, sizes);
+  size_t rank = b.view.shape.size();
   size_t elem = dtypeSize(tensor.dtype);
-  int64_t inner = rank ? sizes[rank - 1] : 1;
-  int64_t stride = rank ? tensor.strides[rank - 1] : 1;
+  int64_t inner = rank ? b.sizes[rank - 1] : 1;
+  int64_t stride = rank ? b.view.strides[rank - 1] : 1;
   // One read covers the run: `inner` elements `stride` apart.
   int64_t span = inner == 0 ? 0 : (inner - 1) * stride + 1;
   std::vector<unsigned char> bytes;
-  return forEachRun(tensor, offsets, sizes, [&](int64_t first) {
+  return forEachRun(b.view, b.offsets, b.sizes, [&](int64_t first) {
     if (!reader.read(first, span, bytes, error))
       return false;
     for (int64_t i = 0; i < inner; ++i)
@@ -160,6 +225,79 @@ bool readStoredBlock(const StoredTensor &tensor,
           decodeDType(bytes.data() + i * stride * elem, tensor.dtype));
     return true;
   });
+}
+
+bool readStoredBlockF32(const StoredTensor &tensor,
+                        const std::vector<int64_t> &offsets,
+                        const std::vector<int64_t> &sizes, float *out,
+                        int threads, std::string &error) {
+  StoredReader reader;
+  if (!reader.open(tensor, error) ||
+      !checkBlock(reader, tensor, offsets, sizes, error))
+    return false;
+  Block b = coalesced(tensor, offsets, sizes);
+  size_t rank = b.view.shape.size();
+  int64_t inner = rank ? b.sizes[rank - 1] : 1;
+  int64_t stride = rank ? b.view.strides[rank - 1] : 1;
+  // The runs cut into pieces of at most 1 M elements, shared out among the
+  // threads: the copy and the destination's fresh pages are most of it.
+  constexpr int64_t kPiece = int64_t(1) << 20;
+  struct Piece {
+    int64_t first, count;
+    float *out;
+  };
+  std::vector<Piece> pieces;
+  float *at = out;
+  if (!forEachRun(b.view, b.offsets, b.sizes, [&](int64_t first) {
+        for (int64_t i = 0; i < inner; i += kPiece) {
+          int64_t count = std::min(kPiece, inner - i);
+          pieces.push_back({first + i * stride, count, at + i});
+        }
+        at += inner;
+        return true;
+      }))
+    return false;
+  struct Work {
+    const StoredReader &reader;
+    const std::vector<Piece> &pieces;
+    int64_t stride;
+    std::mutex failed;
+    std::string error;
+  } work{reader, pieces, stride, {}, {}};
+  auto readPieces = [](void *context, int64_t lo, int64_t hi) {
+    auto &w = *static_cast<Work *>(context);
+    DType dtype = w.reader.tensor->dtype;
+    size_t elem = dtypeSize(dtype);
+    std::vector<unsigned char> bytes;
+    std::string error;
+    for (int64_t p = lo; p < hi; ++p) {
+      const Piece &piece = w.pieces[p];
+      bool ok;
+      if (dtype == DType::F32 && w.stride == 1) {
+        ok = w.reader.readInto(piece.first, piece.count, piece.out, error);
+      } else {
+        int64_t span = (piece.count - 1) * w.stride + 1;
+        ok = w.reader.read(piece.first, span, bytes, error);
+        // As readStoredBlock's doubles are stored into an f32 buffer.
+        for (int64_t i = 0; ok && i < piece.count; ++i)
+          piece.out[i] = static_cast<float>(
+              decodeDType(bytes.data() + i * w.stride * elem, dtype));
+      }
+      if (!ok) {
+        std::lock_guard<std::mutex> lock(w.failed);
+        if (w.error.empty())
+          w.error = error;
+        return;
+      }
+    }
+  };
+  if (threads > 1 && pieces.size() > 1)
+    parallelChunks(readPieces, &work, static_cast<int64_t>(pieces.size()),
+                   threads);
+  else
+    readPieces(&work, 0, static_cast<int64_t>(pieces.size()));
+  error = work.error;
+  return error.empty();
 }
 
 SafeTensorsPlan

@@ -9,14 +9,10 @@
 #include "RunOptions.h"
 
 #include "spmdc/Runner/Runner.h"
+#include "spmdc/Runtime/HeapPolicy.h"
 #include "spmdc/Support/Logging.h"
 
 #include "llvm/Support/InitLLVM.h"
-
-#include <limits>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
@@ -26,13 +22,10 @@ int main(int argc, char **argv) {
           spmdc::parseRunOptions(argc, argv, options, logLevel))
     return *exitCode;
   spmdc::setupLogging("spmd-run", logLevel);
-#ifdef __GLIBC__
   // A step allocates and frees the same large buffers every time; keep
   // them in the heap rather than mmap'ing fresh pages the kernel must zero
   // on every step (page faults were a sixth of gpt2 medium's step and a
   // third of GPT-2 small's).
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-#endif
+  spmd_keep_freed_memory();
   return spmdc::runner::run(options, argc, argv);
 }

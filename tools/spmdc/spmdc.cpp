@@ -467,6 +467,9 @@ int main(int argc, char **argv) {
     return 1;
 
   if (moduleFile) {
+    if (auto peak =
+            (*module)->getAttrOfType<IntegerAttr>("spmdc.buffer_peak_bytes"))
+      moduleFile->bufferPeakBytes = peak.getInt();
     TimingScope bytecodeTiming = rootTiming.nest("Bytecode");
     llvm::raw_string_ostream program(moduleFile->program);
     fixUseListOrders(*module);

@@ -70,6 +70,10 @@ struct ModuleFile {
   /// Persistent buffers the step only reads (its constants), logical, whose
   /// values are in the weights section: --save-params writes them.
   std::vector<ModuleValue> constantBuffers;
+  /// The most bytes the step's buffers hold at once, arguments included
+  /// (the report's peak_memory_bytes; 0: not known): spmd-run reserves its
+  /// heap for them (HeapPolicy.h).
+  uint64_t bufferPeakBytes = 0;
   /// MLIR bytecode of the program (LLVM dialect).
   std::string program;
   /// The program's host code as an ELF object (spmdc --aot; see

@@ -61,6 +61,8 @@ public:
   /// use, where its dtype is f32 (null otherwise): an input built straight
   /// into it needs no stage().
   float *f32Buffer(size_t index, size_t elements);
+  /// Sets argument `index`, of `elements` values, to zeros.
+  void zeroArgument(size_t index, size_t elements);
 
   /// Links the module's native code (spmdc --aot, or an earlier run's from
   /// the cache) or JIT-compiles its program; false with `error` set.

@@ -20,6 +20,7 @@ struct Tensor;
 } // namespace spmdc::interp
 namespace spmdc::rt {
 class SafeTensorsReader;
+struct StoredTensor;
 } // namespace spmdc::rt
 namespace spmdc::tg {
 struct GraphValueInfo;
@@ -67,14 +68,23 @@ public:
              const std::vector<int64_t> &sizes, interp::Tensor &block,
              std::string &error);
 
-  /// Where no file, dataset, checkpoint or carried value gives `info`'s
-  /// values and the deterministic initialisation does (build() would call
-  /// spmd_init_block): fills `out`, the f32 block at `offsets` of `sizes`,
-  /// with exactly the values build() would give rounded to f32, and returns
-  /// true. Otherwise false, and build() is the way.
-  bool buildF32InPlace(const tg::GraphValueInfo &info,
-                       const std::vector<int64_t> &offsets,
-                       const std::vector<int64_t> &sizes, float *out) const;
+  /// Whether build() would give `info` all zeros (the deterministic
+  /// initialisation of optimizer state).
+  bool isZeros(const tg::GraphValueInfo &info) const;
+
+  /// What buildF32InPlace did.
+  enum class InPlace { Built, NotHere, Failed };
+
+  /// Fills `out`, the f32 block at `offsets` of `sizes` of `info`'s
+  /// tensor, with exactly the values build() would give rounded to f32,
+  /// where they come from a file (--params, --data, a module's weights, an
+  /// initial value read in place) or from the deterministic
+  /// initialisation: large blocks on the rank's threads, and no f64 copy.
+  /// NotHere where build() is the way; Failed with `error` set.
+  InPlace buildF32InPlace(const tg::GraphValueInfo &info,
+                          const std::vector<int64_t> &offsets,
+                          const std::vector<int64_t> &sizes, float *out,
+                          std::string &error) const;
 
 private:
   /// The deterministic initialisation's kind and bound for `info` (the
@@ -82,9 +92,34 @@ private:
   /// known range.
   bool initKindOf(const tg::GraphValueInfo &info, int &kind, int64_t &bound,
                   std::string &error) const;
-  /// Whether a file, the dataset, the checkpoint or a carried value gives
-  /// `info`'s values (or build() refuses it for lack of one).
-  bool givenElsewhere(const tg::GraphValueInfo &info) const;
+  /// Where an input's values come from, in build()'s order: the dataset,
+  /// the checkpoint, a --params/--data file, the module's weights, an
+  /// initial value the program refers to in a file or carries as a
+  /// literal, none (a parameter a --params file lacks: an error), or the
+  /// deterministic initialisation.
+  enum class Source {
+    Dataset,
+    Checkpoint,
+    File,
+    ModuleWeights,
+    InitRef,
+    Literal,
+    Missing,
+    Init
+  };
+  Source sourceOf(const tg::GraphValueInfo &info) const;
+  /// Whether `source` is a tensor stored in a file (storedTensor).
+  static bool isStored(Source source) {
+    return source == Source::File || source == Source::ModuleWeights ||
+           source == Source::InitRef;
+  }
+  /// Where the values of `info`, from a stored `source`, lie; false with
+  /// `error` set if they do not fit it.
+  bool storedTensor(const tg::GraphValueInfo &info, Source source,
+                    rt::StoredTensor &stored, std::string &error) const;
+  /// Says which initial value a read `error` was of.
+  static void explainReadError(const tg::GraphValueInfo &info, Source source,
+                               std::string &error);
 
   uint64_t seed;
   std::unique_ptr<rt::SafeTensorsReader> params, data;

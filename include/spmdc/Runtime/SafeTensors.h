@@ -29,6 +29,8 @@
 
 namespace spmdc::rt {
 
+struct StoredTensor;
+
 /// The element types this implementation reads and writes.
 enum class DType { F64, F32, F16, BF16, I64, I32, Bool };
 
@@ -89,6 +91,10 @@ public:
   const std::map<std::string, std::string> &metadata() const { return meta; }
   /// The tensor called `name`, or null.
   const TensorInfo *find(const std::string &name) const;
+
+  /// Where `info`'s bytes lie in the file, for readStoredBlockF32
+  /// (StoredTensor.h).
+  StoredTensor stored(const TensorInfo &info) const;
 
   /// Reads the whole of tensor `name`, row-major, converted to double
   /// (I64 values beyond 2^53 lose precision; Bool reads as 0 or 1).

@@ -47,6 +47,15 @@ bool readStoredBlock(const StoredTensor &tensor,
                      const std::vector<int64_t> &sizes,
                      std::vector<double> &out, std::string &error);
 
+/// Reads the same block into `out` as f32: each value readStoredBlock gives,
+/// converted to f32 (an f32 tensor's bytes are copied). Runs of the block
+/// that are contiguous in storage are read whole, on up to `threads` of
+/// the rank's threads (ParallelFor.h).
+bool readStoredBlockF32(const StoredTensor &tensor,
+                        const std::vector<int64_t> &offsets,
+                        const std::vector<int64_t> &sizes, float *out,
+                        int threads, std::string &error);
+
 /// Receives bytes in order; false stops the copy.
 using ByteSink = std::function<bool(const char *data, size_t size)>;
 
