@@ -150,6 +150,8 @@ bool checkBlock(const StoredReader &reader, const StoredTensor &t,
 struct Block {
   StoredTensor view;
   std::vector<int64_t> offsets, sizes;
+  /// Each run (forEachRun): `inner` elements `stride` apart.
+  int64_t inner = 1, stride = 1;
 };
 
 Block coalesced(const StoredTensor &t, const std::vector<int64_t> &offsets,
@@ -166,7 +168,22 @@ Block coalesced(const StoredTensor &t, const std::vector<int64_t> &offsets,
     for (auto *dims : {&shape, &strides, &b.offsets, &b.sizes})
       dims->erase(dims->begin() + static_cast<std::ptrdiff_t>(d));
   }
+  if (!shape.empty()) {
+    b.inner = b.sizes.back();
+    b.stride = strides.back();
+  }
   return b;
+}
+
+/// Opens `t` in `reader` and checks that [offsets, offsets + sizes) is a
+/// block of it, coalesced into `block`.
+bool openBlock(const StoredTensor &t, const std::vector<int64_t> &offsets,
+               const std::vector<int64_t> &sizes, StoredReader &reader,
+               Block &block, std::string &error) {
+  if (!reader.open(t, error) || !checkBlock(reader, t, offsets, sizes, error))
+    return false;
+  block = coalesced(t, offsets, sizes);
+  return true;
 }
 
 /// Calls `run(firstStorageElement)` for each innermost run of the block
@@ -206,15 +223,12 @@ bool readStoredBlock(const StoredTensor &tensor,
                      std::vector<double> &out, std::string &error) {
   out.clear();
   StoredReader reader;
-  if (!reader.open(tensor, error) ||
-      !checkBlock(reader, tensor, offsets, sizes, error))
+  Block b;
+  if (!openBlock(tensor, offsets, sizes, reader, b, error))
     return false;
-  Block b = coalesced(tensor, offsets, sizes);
-  size_t rank = b.view.shape.size();
   size_t elem = dtypeSize(tensor.dtype);
-  int64_t inner = rank ? b.sizes[rank - 1] : 1;
-  int64_t stride = rank ? b.view.strides[rank - 1] : 1;
-  // One read covers the run: `inner` elements `stride` apart.
+  int64_t inner = b.inner, stride = b.stride;
+  // One read covers the run.
   int64_t span = inner == 0 ? 0 : (inner - 1) * stride + 1;
   std::vector<unsigned char> bytes;
   return forEachRun(b.view, b.offsets, b.sizes, [&](int64_t first) {
@@ -232,13 +246,10 @@ bool readStoredBlockF32(const StoredTensor &tensor,
                         const std::vector<int64_t> &sizes, float *out,
                         int threads, std::string &error) {
   StoredReader reader;
-  if (!reader.open(tensor, error) ||
-      !checkBlock(reader, tensor, offsets, sizes, error))
+  Block b;
+  if (!openBlock(tensor, offsets, sizes, reader, b, error))
     return false;
-  Block b = coalesced(tensor, offsets, sizes);
-  size_t rank = b.view.shape.size();
-  int64_t inner = rank ? b.sizes[rank - 1] : 1;
-  int64_t stride = rank ? b.view.strides[rank - 1] : 1;
+  int64_t inner = b.inner, stride = b.stride;
   // The runs cut into pieces of at most 1 M elements, shared out among the
   // threads: the copy and the destination's fresh pages are most of it.
   constexpr int64_t kPiece = int64_t(1) << 20;
