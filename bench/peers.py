@@ -11,9 +11,9 @@ writes them as safetensors files, and trains K AdamW steps (lr 1e-3,
 weight decay 0.01) in every system from those values. It checks that the
 first step's loss agrees across systems (1e-3 relative: f32, different
 summation orders) and prints, per row, the median step time, the ratio to
-the row named in the table's "vs" column, and the fraction of the
-machine's ceiling the step reaches (model FLOPs / step time / (SGEMM
-ceiling x cores used)).
+JAX's row on the same cores and to the best PyTorch row on them, and the
+fraction of the machine's ceiling the step reaches (model FLOPs / step
+time / (SGEMM ceiling x cores used)).
 
 Rows (each in its own process, pinned with taskset / sched_setaffinity):
 
@@ -474,6 +474,14 @@ def main():
                     best = min(rows[k]["step_s"] for k in rows
                                if k.startswith("jax") and rows[k]["cores"] > 1)
                     ratio = f"{r['step_s'] / best:.2f}x best jax"
+            # PyTorch on the same cores: eager on one thread, or the faster
+            # of eager and torch.compile on all of them.
+            torch_rows = [k for k in rows if k.startswith("torch") and
+                          (rows[k]["cores"] > 1) == (r["cores"] > 1)]
+            if label.startswith("spmdc") and torch_rows:
+                best = min(rows[k]["step_s"] for k in torch_rows)
+                ratio += (", " if ratio else "") + \
+                    f"{r['step_s'] / best:.2f}x best torch"
             warm = f"{r['warm_s']:7.2f}" if "warm_s" in r else f"{'':7}"
             comp = f"{r['compile_s']:9.2f}" if "compile_s" in r else f"{'':9}"
             print(f"{label:28} {r['step_s'] * 1e3:9.2f} {r['ready_s']:8.2f} "
