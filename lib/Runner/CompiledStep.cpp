@@ -656,8 +656,13 @@ bool CompiledStep::run(std::vector<interp::Tensor> &results,
     if (!isArgument(arguments, old.allocated) &&
         !llvm::is_contained(freed, old.allocated))
       freed.push_back(old.allocated);
+  // So is an adopted result that a later result of the same name replaced
+  // (a program that returns a parameter its optimizer also updates).
+  for (char *p : adopted)
+    if (!isArgument(arguments, p) && !llvm::is_contained(freed, p))
+      freed.push_back(p);
   for (char *p : freed)
-    if (!llvm::is_contained(adopted, p) && !isArgument(arguments, p))
+    if (!isArgument(arguments, p))
       release(p);
   return true;
 }
