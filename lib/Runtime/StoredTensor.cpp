@@ -302,11 +302,8 @@ bool readStoredBlockF32(const StoredTensor &tensor,
       }
     }
   };
-  if (threads > 1 && pieces.size() > 1)
-    parallelChunks(readPieces, &work, static_cast<int64_t>(pieces.size()),
-                   threads);
-  else
-    readPieces(&work, 0, static_cast<int64_t>(pieces.size()));
+  parallelChunks(readPieces, &work, static_cast<int64_t>(pieces.size()),
+                 threads);
   error = work.error;
   return error.empty();
 }
