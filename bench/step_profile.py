@@ -130,6 +130,10 @@ def main():
     ap.add_argument("--config", default="medium", choices=list(peers.CONFIGS))
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--ranks", type=int, default=1, choices=(1, 2))
+    ap.add_argument("--precision", default="f32", choices=("f32", "bf16"),
+                    help="spmdc --precision (bf16: the matmuls in bf16)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="spmd-run --threads: a rank's threads")
     ap.add_argument("--frequency", type=int, default=997)
     ap.add_argument("--top", type=int, default=12,
                     help="functions to list by their time")
@@ -145,7 +149,7 @@ def main():
             make_examples.make_gpt2_mini(**cfg).document()))
     module = os.path.join(tmp, "step.mod")
     cmd = [os.path.join(args.build, "bin", "spmdc"), graph, "-o", module,
-           "--optimizer", "adamw"]
+           "--optimizer", "adamw", "--precision", args.precision]
     if args.ranks == 2:
         spec = os.path.join(tmp, "ddp.json")
         with open(spec, "w") as f:
@@ -164,6 +168,7 @@ def main():
         run = ["perf", "record", "-q", "-k", "1", "-F", str(args.frequency),
                "-o", data, "--", os.path.join(args.build, "bin", "spmd-run"),
                module, "--nranks", str(args.ranks), "--steps", str(n),
+               "--threads", str(args.threads),
                "--log-level", "info"]
         done = subprocess.run(run, check=True, env=env, cwd=tmp,
                               stdout=subprocess.DEVNULL,
@@ -182,7 +187,8 @@ def main():
     per_step = {k: max(0, counts["long"][k] - counts["short"][k]) /
                 args.frequency / steps / args.ranks * 1e3 for k in KINDS}
     total = sum(per_step.values())
-    print(f"{args.config}, {args.ranks} rank(s), {steps} steps profiled; "
+    print(f"{args.config}, {args.precision}, {args.ranks} rank(s) of "
+          f"{args.threads} thread(s), {steps} steps profiled; "
           f"one core's ceilings: SGEMM {sgemm:.1f} GFLOP/s, copy "
           f"{copy_gbs:.1f} GB/s")
     print(f"{'kind':<14}{'ms/step':>10}{'share':>8}  of ceiling")

@@ -210,6 +210,9 @@ static void addCudaToLLVM(OpPassManager &pm, CudaArch arch) {
 
 void buildLoweringPipeline(OpPassManager &pm, const LoweringOptions &options) {
   bool bf16 = options.precision == Precision::BF16;
+  // Products rearranged first, so that bf16 operands are converted where the
+  // GEMM reads them, beneath the transposes it reads in place.
+  pm.addPass(tg::createTgRearrangeProducts());
   if (bf16)
     pm.addPass(tg::createTgMixedPrecision());
   addToBuffers(pm, options);

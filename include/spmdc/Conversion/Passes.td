@@ -105,11 +105,10 @@ def ConvertTgMatmulToBlas : Pass<"convert-tg-matmul-to-blas", "::mlir::ModuleOp"
     does. Other element types keep `--convert-tg-to-linalg`'s loops. Runs
     before `--convert-tg-to-linalg`.
 
-    Before the calls, products are rearranged so that fewer bytes move: a
-    transpose of the last two dims feeding a GEMM is read in place, a
-    transposed product is the product of the transposed operands, and a sum
-    over batch dims of a batched product (the gradient of a weight shared by
-    the batch) is one GEMM contracting over the batch and `k` together.
+    A transpose of the last two dims feeding a GEMM is read in place (the
+    call's transpose flag), through any number of them; other permutations
+    stay copies. `--tg-rearrange-products`, run before, puts the transposes
+    where the GEMMs read them.
 
     Before:
     ```mlir

@@ -1,4 +1,4 @@
-// RUN: spmdc-opt %s --convert-tg-matmul-to-blas | FileCheck %s
+// RUN: spmdc-opt %s --tg-rearrange-products --convert-tg-matmul-to-blas | FileCheck %s
 
 // f32 and f64 matmuls become calls of the runtime's GEMMs on the operands'
 // buffers and a fresh result buffer; batch dims and broadcasting are the

@@ -36,6 +36,47 @@ Value transposeLastTwo(OpBuilder &b, Location loc, Value value) {
   return TransposeOp::create(b, loc, value, perm);
 }
 
+bool swapsLastTwo(TransposeOp transpose) {
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  int64_t rank = static_cast<int64_t>(perm.size());
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
+  for (int64_t d = 0; d < rank - 2; ++d)
+    if (perm[d] != d)
+      return false;
+  return true;
+}
+
+std::pair<Value, bool> peelTransposes(Value value) {
+  bool transposed = false;
+  while (auto transpose = value.getDefiningOp<TransposeOp>()) {
+    if (!swapsLastTwo(transpose))
+      break;
+    value = transpose.getInput();
+    transposed = !transposed;
+  }
+  return {value, transposed};
+}
+
+void eraseDeadTransposes(ArrayRef<Value> values) {
+  SmallVector<Operation *> work;
+  for (Value value : values)
+    if (Operation *def = value.getDefiningOp())
+      work.push_back(def);
+  // One transpose may define several of `values`, or feed another of them.
+  llvm::SmallPtrSet<Operation *, 4> erased;
+  while (!work.empty()) {
+    Operation *dead = work.pop_back_val();
+    if (erased.contains(dead) || !isa<TransposeOp>(dead) || !dead->use_empty())
+      continue;
+    Value input = dead->getOperand(0);
+    erased.insert(dead);
+    dead->erase();
+    if (Operation *def = input.getDefiningOp())
+      work.push_back(def);
+  }
+}
+
 Value sumToShape(OpBuilder &b, Location loc, Value grad,
                  RankedTensorType target) {
   RankedTensorType type = typeOf(grad);

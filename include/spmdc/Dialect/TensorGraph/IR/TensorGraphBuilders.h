@@ -58,6 +58,18 @@ mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value transposeLastTwo(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value value);
 
+/// True for a transpose that swaps the last two dims and nothing else.
+bool swapsLastTwo(TransposeOp transpose);
+
+/// `value` without the transposes of its last two dims on top, and whether
+/// an odd number of them was peeled: a GEMM reads an operand transposed for
+/// free, and a transpose of a transpose is no transpose.
+std::pair<mlir::Value, bool> peelTransposes(mlir::Value value);
+
+/// Erases the transposes that define `values` and that nothing uses, then
+/// the transposes feeding those that nothing else uses.
+void eraseDeadTransposes(llvm::ArrayRef<mlir::Value> values);
+
 /// `value` with `before` and `after` elements of `fill` added on either side
 /// of `dim` (a concat with `tg.full` blocks; no op where both are 0).
 mlir::Value padAlongDim(mlir::OpBuilder &b, mlir::Location loc,

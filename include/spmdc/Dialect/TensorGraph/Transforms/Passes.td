@@ -250,6 +250,37 @@ def TgEvalEntry : Pass<"tg-eval-entry", "::mlir::ModuleOp"> {
   let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
 }
 
+def TgRearrangeProducts : Pass<"tg-rearrange-products", "::mlir::ModuleOp"> {
+  let summary = "Rearrange matmuls so that the GEMMs read their operands in place";
+  let description = [{
+    Algebra on the per-rank program that lets fewer bytes move: a
+    transposed product is the product of the transposed operands,
+    `(A B)^T = B^T A^T`, whose transposes the GEMM reads in place; a sum
+    over batch dims of a batched product (the gradient of a weight shared
+    by the batch, as the matmul VJP writes it) is one product contracting
+    over the batch and `k` together, where grouping them costs less than
+    the batch of products. Runs first in the lower stage, on each rank's
+    local shapes (merging a sharded batch dim into a contraction before the
+    shard stage would change what the collectives move), before
+    `--tg-mixed-precision` converts operands and
+    `--convert-tg-matmul-to-blas` reads a transpose of the last two dims as
+    a flag.
+
+    Before:
+    ```mlir
+    %p = tg.matmul %h, %g : tensor<4x8xf32>, tensor<8x16xf32>
+    %t = tg.transpose %p perm [1, 0] : tensor<4x16xf32>
+    ```
+    After:
+    ```mlir
+    %gt = tg.transpose %g perm [1, 0] : tensor<8x16xf32>
+    %ht = tg.transpose %h perm [1, 0] : tensor<4x8xf32>
+    %t = tg.matmul %gt, %ht : tensor<16x8xf32>, tensor<8x4xf32>
+    ```
+  }];
+  let dependentDialects = ["::spmdc::tg::TensorGraphDialect"];
+}
+
 def TgMixedPrecision : Pass<"tg-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Run f32 matmuls in bf16, keeping f32 weights, reductions and updates";
   let description = [{
