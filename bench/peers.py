@@ -3,6 +3,7 @@
 
     python3 bench/peers.py [--configs mini,medium,small-4x128,small-1x64]
                            [--steps K] [--build build] [--skip-peers]
+                           [--bf16]
 
 For each GPT-2 shaped config (the graph of tools/examples/make_examples.py,
 and the same model in PyTorch, tools/reference/torch_reference.py, and in
@@ -26,6 +27,11 @@ Rows (each in its own process, pinned with taskset / sched_setaffinity):
   jax jit 1 device             all cores
   jax jit 2 devices (dp)       --xla_force_host_platform_device_count=2,
                                the batch sharded over both
+
+With --bf16, two rows more, compared with each other:
+
+  spmdc 1 rank, all cores, bf16  spmdc --precision=bf16 (matmuls in bf16)
+  torch eager bf16 all threads   torch.autocast("cpu", dtype=torch.bfloat16)
 
 "ready s" is the wall time from starting the process to the end of its
 first step: for spmdc, "ready" is spmdc's compile plus spmd-run's start,
@@ -119,7 +125,7 @@ def model_flops(cfg):
 # Peers, each run in a child process (`peers.py --child KIND ...`)
 # ---------------------------------------------------------------------------
 
-def child_torch(cfg, files, steps, threads, compiled):
+def child_torch(cfg, files, steps, threads, compiled, bf16=False):
     import torch
     import torch_reference
     from safetensors.torch import load_file
@@ -136,7 +142,10 @@ def child_torch(cfg, files, steps, threads, compiled):
 
     def step():
         opt.zero_grad()
-        loss = model(data["tokens"], data["labels"])
+        # bf16: autocast's CPU rule, matmuls in bf16 and the rest in f32,
+        # as spmdc's --precision=bf16.
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = model(data["tokens"], data["labels"])
         loss.backward()
         opt.step()
         return loss
@@ -325,33 +334,37 @@ def run_child(kind, cfg_name, files, steps, cores, extra_env=None):
 # spmdc
 # ---------------------------------------------------------------------------
 
-def spmdc_rows(build, graph, files, steps, tmp, cores, batch):
+def spmdc_rows(build, graph, files, steps, tmp, cores, batch, bf16):
     spec = os.path.join(tmp, "ddp.json")
     with open(spec, "w") as f:
         json.dump({"version": 1, "mesh": {"axes": ["dp"], "shape": [2]},
                    "presets": {"dp": "ddp"}}, f)
     rows = {}
     cache = os.path.join(tmp, "cache")
-    for label, ranks, use in (("spmdc 1 rank, 1 core", 1, cores[:1]),
-                              ("spmdc 1 rank, all cores", 1, cores),
-                              ("spmdc 2 ranks ddp", 2, cores)):
+    configs = [("spmdc 1 rank, 1 core", 1, cores[:1]),
+               ("spmdc 1 rank, all cores", 1, cores),
+               ("spmdc 2 ranks ddp", 2, cores)]
+    if bf16:
+        configs.append(("spmdc 1 rank, all cores, bf16", 1, cores))
+    for label, ranks, use in configs:
         if batch % ranks:
             # spmdc splits a dim only evenly so far (issue 15).
             print(f"{label}: skipped, a batch of {batch} does not split "
                   f"over {ranks} ranks", flush=True)
             continue
-        module = os.path.join(tmp, f"step-{ranks}.mod")
+        precision = "bf16" if label.endswith("bf16") else "f32"
+        module = os.path.join(tmp, f"step-{ranks}-{precision}.mod")
         compile_cmd = [os.path.join(build, "bin", "spmdc"), graph, "-o",
                        module, "--optimizer", "adamw", "--lr",
                        str(ADAMW["lr"]), "--weight-decay",
-                       str(ADAMW["weight_decay"])]
+                       str(ADAMW["weight_decay"]), "--precision", precision]
         if ranks > 1:
             compile_cmd += ["--shard-spec", spec]
         run = ["taskset", "-c", ",".join(map(str, use)),
                os.path.join(build, "bin", "spmd-run"), module, "--nranks",
                str(ranks), "--log-level", "info", "--params",
                files["params"], "--data", files["data"]]
-        if label.endswith("all cores"):
+        if "all cores" in label:
             run += ["--threads", str(len(use))]
         env = dict(os.environ, SPMDC_CACHE_DIR=cache)
         # Cold: spmdc, then spmd-run with an empty native-code cache.
@@ -384,6 +397,9 @@ def main():
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--bf16", action="store_true",
+                    help="also spmdc --precision=bf16 against PyTorch's "
+                    "bf16 autocast, on all cores")
     ap.add_argument("--child")
     ap.add_argument("--child-config")
     ap.add_argument("--child-files")
@@ -400,7 +416,7 @@ def main():
         elif kind.startswith("torch"):
             threads = len(os.sched_getaffinity(0))
             out = child_torch(cfg, files, args.steps, threads,
-                              kind == "torch-compile")
+                              kind == "torch-compile", kind == "torch-bf16")
         else:
             out = child_jax(cfg, files, args.steps,
                             2 if kind == "jax-2dev" else 1)
@@ -432,9 +448,11 @@ def main():
             with open(graph, "w") as f:
                 f.write(make_examples.to_json(g.document()))
             rows = spmdc_rows(args.build, graph, files, steps, tmp, cores,
-                              cfg["batch"])
+                              cfg["batch"], args.bf16)
+            peers = [("torch eager bf16 all threads", "torch-bf16", cores,
+                      None)] if args.bf16 else []
             if not args.skip_peers:
-                for label, kind, use, env in (
+                for label, kind, use, env in peers + [
                         ("torch eager 1 thread", "torch", cores[:1], None),
                         ("torch eager all threads", "torch", cores, None),
                         ("torch.compile all threads", "torch-compile", cores,
@@ -443,7 +461,7 @@ def main():
                         ("jax jit 1 device", "jax", cores, None),
                         ("jax jit 2 devices (dp)", "jax-2dev", cores,
                          {"XLA_FLAGS":
-                          "--xla_force_host_platform_device_count=2"})):
+                          "--xla_force_host_platform_device_count=2"})]:
                     if kind == "jax-2dev" and cfg["batch"] % 2:
                         print(f"{label}: skipped, a batch of {cfg['batch']} "
                               "does not split over 2 devices", flush=True)
@@ -462,6 +480,8 @@ def main():
               "spmdc 1 rank, all cores": "jax jit 1 device",
               "spmdc 2 ranks ddp": "jax jit 1 device"}
         for label, r in rows.items():
+            # bf16 rows round the forward's matmuls: the first loss agrees
+            # to about 1e-4.
             if abs(r["loss"] - reference) > 1e-3 * abs(reference):
                 raise SystemExit(f"{name}: {label} loss {r['loss']} differs "
                                  f"from spmdc's {reference}")
@@ -477,7 +497,9 @@ def main():
             # PyTorch on the same cores: eager on one thread, or the faster
             # of eager and torch.compile on all of them.
             torch_rows = [k for k in rows if k.startswith("torch") and
-                          (rows[k]["cores"] > 1) == (r["cores"] > 1)]
+                          (rows[k]["cores"] > 1) == (r["cores"] > 1) and
+                          k.endswith("bf16 all threads") ==
+                          label.endswith("bf16")]
             if label.startswith("spmdc") and torch_rows:
                 best = min(rows[k]["step_s"] for k in torch_rows)
                 ratio += (", " if ratio else "") + \
