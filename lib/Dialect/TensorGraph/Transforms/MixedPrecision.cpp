@@ -53,8 +53,9 @@ struct TgMixedPrecisionPass
       b.setInsertionPoint(op);
       Location loc = op.getLoc();
       Value lhs = op.getLhs(), rhs = op.getRhs();
-      Value product = MatmulOp::create(b, loc, convertOperand(b, loc, lhs, bf16),
-                                       convertOperand(b, loc, rhs, bf16));
+      Value product =
+          MatmulOp::create(b, loc, convertOperand(b, loc, lhs, bf16),
+                           convertOperand(b, loc, rhs, bf16));
       op.getResult().replaceAllUsesWith(convertTo(b, loc, product, f32));
       op.erase();
       eraseDeadTransposes({lhs, rhs});
