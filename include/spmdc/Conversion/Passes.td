@@ -312,7 +312,7 @@ def SplatConstantsToFills
 }
 
 def FuseElementwise : Pass<"fuse-elementwise", "::mlir::ModuleOp"> {
-  let summary = "MLIR's elementwise fusion without recomputing costly broadcasts";
+  let summary = "MLIR's elementwise fusion without recomputing costly broadcasts, and of producers other ops read too";
   let description = [{
     `--linalg-fuse-elementwise-ops`'s patterns (a producer with one use is
     fused into its consumer; reshapes fold by expansion; constants fold),
@@ -330,6 +330,27 @@ def FuseElementwise : Pass<"fuse-elementwise", "::mlir::ModuleOp"> {
       ...
     } -> tensor<f64>
     %u = linalg.generic {... iterator_types = ["parallel"]} ins(%m, %c : tensor<1024xf32>, tensor<f64>) ...
+    ```
+
+    And one addition: a producer that other ops read too is fused into a
+    consumer that reads it point for point (its indexing map a
+    permutation, so nothing is computed twice). The fused op yields the
+    producer's results as well, and the other ops read those, so the value
+    is computed and stored once and the consumer no longer loads it back.
+    MLIR's own pattern fuses only a producer of one use (fused otherwise,
+    the producer stays for its other uses and the consumer recomputes it).
+    The fused op takes the consumer's place when every other use follows
+    the consumer, or else the producer's place when everything the
+    consumer reads exists by then; otherwise the two stay apart. AdamW is
+    the case in point: its new `m` and `v` are returned and read by the
+    parameter's update, three loops over each parameter (40 bytes of
+    traffic an element) that become one (28):
+    ```mlir
+    %m1 = linalg.generic ... ins(%m, %g ...)          // returned, and read by %p1
+    %v1 = linalg.generic ... ins(%v, %g ...)          // returned, and read by %p1
+    %p1 = linalg.generic ... ins(%p, %m1, %v1 ...)
+    // becomes
+    %f:3 = linalg.generic ... ins(%p, %m, %g, %v ...) // yields v1, m1, p1
     ```
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",

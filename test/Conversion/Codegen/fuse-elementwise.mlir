@@ -61,3 +61,105 @@ func.func @fusable(%x: tensor<1024xf32>, %bias: tensor<f32>) -> tensor<1024xf32>
   } -> tensor<1024xf32>
   return %c : tensor<1024xf32>
 }
+
+// AdamW's shape: m and v are returned and read by p's update. The three
+// loops become one, which yields m, v and p; the returns read its results.
+// CHECK-LABEL: func.func @shared_producers
+// CHECK:         %[[F:.*]]:3 = linalg.generic
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} :
+// CHECK:           arith.mulf
+// CHECK:           arith.subf
+// CHECK:           linalg.yield
+// CHECK-NOT:     linalg.generic
+// CHECK:         return %[[F]]#{{.}}, %[[F]]#{{.}}, %[[F]]#{{.}}
+func.func @shared_producers(%p: tensor<64xf32>, %g: tensor<64xf32>, %m: tensor<64xf32>, %v: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) {
+  %e0 = tensor.empty() : tensor<64xf32>
+  %m1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%m, %g : tensor<64xf32>, tensor<64xf32>) outs(%e0 : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %e1 = tensor.empty() : tensor<64xf32>
+  %v1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%v, %g : tensor<64xf32>, tensor<64xf32>) outs(%e1 : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.mulf %b, %b : f32
+    %r = arith.addf %a, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %e2 = tensor.empty() : tensor<64xf32>
+  %p1 = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel"]}
+      ins(%p, %m1, %v1 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) outs(%e2 : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %o: f32):
+    %q = arith.mulf %b, %c : f32
+    %r = arith.subf %a, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  return %p1, %m1, %v1 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+}
+
+// A shared producer read before its consumer: the fused loop takes the
+// producer's place, as everything the consumer reads exists by then.
+// CHECK-LABEL: func.func @earlier_use
+// CHECK:         %[[F:.*]]:2 = linalg.generic
+// CHECK:           math.exp
+// CHECK:           arith.mulf
+// CHECK:         %[[T:.*]] = tensor.extract %[[F]]#0
+// CHECK:         return %[[F]]#1, %[[T]]
+func.func @earlier_use(%x: tensor<64xf32>, %y: tensor<64xf32>, %i: index) -> (tensor<64xf32>, f32) {
+  %e0 = tensor.empty() : tensor<64xf32>
+  %e1 = tensor.empty() : tensor<64xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<64xf32>) outs(%e0 : tensor<64xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.exp %v : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %t = tensor.extract %a[%i] : tensor<64xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%a, %y : tensor<64xf32>, tensor<64xf32>) outs(%e1 : tensor<64xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %r = arith.mulf %v, %w : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  return %b, %t : tensor<64xf32>, f32
+}
+
+// Kept apart: the consumer reads the shared producer broadcast (each of its
+// elements 8 times), so a fused loop would compute it 8 times over; and a
+// use before the consumer, with the consumer's other operand made after
+// the producer, leaves no place for a fused loop.
+// CHECK-LABEL: func.func @not_fused
+// CHECK-COUNT-4: linalg.generic
+func.func @not_fused(%x: tensor<64xf32>, %y: tensor<8x64xf32>, %i: index) -> (tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>, f32) {
+  %e0 = tensor.empty() : tensor<64xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<64xf32>) outs(%e0 : tensor<64xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.exp %v : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %e1 = tensor.empty() : tensor<8x64xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %y : tensor<64xf32>, tensor<8x64xf32>) outs(%e1 : tensor<8x64xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %r = arith.mulf %v, %w : f32
+    linalg.yield %r : f32
+  } -> tensor<8x64xf32>
+  %t = tensor.extract %a[%i] : tensor<64xf32>
+  %later = tensor.empty() : tensor<64xf32>
+  %c = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<64xf32>) outs(%later : tensor<64xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.sqrt %v : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<64xf32>) outs(%e0 : tensor<64xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.log %v : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  return %b, %c, %d, %t : tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>, f32
+}
