@@ -341,7 +341,12 @@ def FuseElementwise : Pass<"fuse-elementwise", "::mlir::ModuleOp"> {
     the producer stays for its other uses and the consumer recomputes it).
     The fused op takes the consumer's place when every other use follows
     the consumer, or else the producer's place when everything the
-    consumer reads exists by then; otherwise the two stay apart. AdamW is
+    consumer reads exists by then; otherwise the two stay apart, as they do
+    when the consumer reads two results of the producer. These fusions run
+    in one walk over each block from its end (a consumer takes in its
+    producers, and theirs, before they are visited), after MLIR's
+    patterns, which then run again on the fused ops alone (a producer of
+    a fused op may have one use now). AdamW is
     the case in point: its new `m` and `v` are returned and read by the
     parameter's update, three loops over each parameter (40 bytes of
     traffic an element) that become one (28):

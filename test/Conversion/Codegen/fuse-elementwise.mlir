@@ -163,3 +163,46 @@ func.func @not_fused(%x: tensor<64xf32>, %y: tensor<8x64xf32>, %i: index) -> (te
   } -> tensor<64xf32>
   return %b, %c, %d, %t : tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>, f32
 }
+
+// The gradient made by an elementwise op as well, read by both moments:
+// the walk from the block's end takes m and v into p's update first, and
+// the gradient, which then has one use, follows by MLIR's own pattern.
+// CHECK-LABEL: func.func @shared_gradient
+// CHECK:         %[[F:.*]]:3 = linalg.generic
+// CHECK:           math.exp
+// CHECK:           linalg.yield
+// CHECK-NOT:     linalg.generic
+// CHECK:         return %[[F]]#{{.}}, %[[F]]#{{.}}, %[[F]]#{{.}}
+func.func @shared_gradient(%p: tensor<64xf32>, %x: tensor<64xf32>, %m: tensor<64xf32>, %v: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) {
+  %e = tensor.empty() : tensor<64xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %e0 = tensor.empty() : tensor<64xf32>
+  %m1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%m, %g : tensor<64xf32>, tensor<64xf32>) outs(%e0 : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %e1 = tensor.empty() : tensor<64xf32>
+  %v1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%v, %g : tensor<64xf32>, tensor<64xf32>) outs(%e1 : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.mulf %b, %b : f32
+    %r = arith.addf %a, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %e2 = tensor.empty() : tensor<64xf32>
+  %p1 = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel"]}
+      ins(%p, %m1, %v1 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) outs(%e2 : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %o: f32):
+    %q = arith.mulf %b, %c : f32
+    %r = arith.subf %a, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  return %p1, %m1, %v1 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+}
