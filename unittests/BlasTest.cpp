@@ -2,8 +2,8 @@
 //
 // spmd_matmul_f32 and spmd_matmul_bf16 against a plain triple loop, for
 // every transpose, a batch that shares its weight (one GEMM over all rows)
-// and one that broadcasts A; f32 also split over 2 and 3 threads. The GEMMs run on oneDNN where it is linked,
-// else on CBLAS: both must give tg.matmul's result.
+// and one that broadcasts A, on 1, 2 and 3 threads. The GEMMs run on oneDNN
+// where it is linked, else on CBLAS: both must give tg.matmul's result.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +90,7 @@ const Case kSplitCases[] = {
     {1, 203, 37, 150, false, false, false, false}, // rows
     {1, 41, 301, 100, true, true, false, false},   // columns, transposed
     {8, 40, 40, 96, true, false, false, false},    // whole matrices
+    {8, 50, 45, 70, false, true, false, false},    // q @ k^T over heads
     {3, 70, 50, 120, false, true, false, true},    // 210 rows, one weight
     {2, 90, 130, 100, false, false, true, false},  // A broadcast, columns
 };
@@ -129,29 +130,44 @@ TEST(Blas, MatmulF32SplitOverThreadsMatchesTheTripleLoop) {
   spmd_blas_set_threads(1);
 }
 
+void expectMatmulBf16(const Case &c) {
+  auto aShape = operandShape(c, c.aBroadcast, c.m, c.k, c.transA);
+  auto bShape = operandShape(c, c.bBroadcast, c.k, c.n, c.transB);
+  // Values exact in bf16, so the only rounding is the product's.
+  std::vector<float> a(aShape[0] * c.m * c.k), b(bShape[0] * c.k * c.n);
+  std::vector<uint16_t> a16(a.size()), b16(b.size()), out(c.batch * c.m * c.n);
+  for (size_t i = 0; i < a.size(); ++i)
+    a16[i] = spmdc::rt::toBF16(a[i] = valueAt(i, 3));
+  for (size_t i = 0; i < b.size(); ++i)
+    b16[i] = spmdc::rt::toBF16(b[i] = valueAt(i, 4));
+  Descriptor da(a16.data(), aShape), db(b16.data(), bShape),
+      dc(out.data(), {c.batch, c.m, c.n});
+  spmd_matmul_bf16(c.transA, c.transB, da.rank(), da.fields.data(), db.rank(),
+                   db.fields.data(), dc.rank(), dc.fields.data());
+  std::vector<double> want = reference(c, a, b);
+  for (size_t i = 0; i < want.size(); ++i)
+    // bf16 keeps 8 significant bits: half an ulp is 2^-9 relative.
+    ASSERT_NEAR(spmdc::rt::fromBF16(out[i]), want[i],
+                std::ldexp(std::abs(want[i]), -8) + 1e-6)
+        << "case m=" << c.m << " n=" << c.n << " k=" << c.k << " at " << i;
+}
+
 TEST(Blas, MatmulBf16IsTheF32ProductRounded) {
-  for (const Case &c : kCases) {
-    auto aShape = operandShape(c, c.aBroadcast, c.m, c.k, c.transA);
-    auto bShape = operandShape(c, c.bBroadcast, c.k, c.n, c.transB);
-    // Values exact in bf16, so the only rounding is the product's.
-    std::vector<float> a(aShape[0] * c.m * c.k), b(bShape[0] * c.k * c.n);
-    std::vector<uint16_t> a16(a.size()), b16(b.size()),
-        out(c.batch * c.m * c.n);
-    for (size_t i = 0; i < a.size(); ++i)
-      a16[i] = spmdc::rt::toBF16(a[i] = valueAt(i, 3));
-    for (size_t i = 0; i < b.size(); ++i)
-      b16[i] = spmdc::rt::toBF16(b[i] = valueAt(i, 4));
-    Descriptor da(a16.data(), aShape), db(b16.data(), bShape),
-        dc(out.data(), {c.batch, c.m, c.n});
-    spmd_matmul_bf16(c.transA, c.transB, da.rank(), da.fields.data(),
-                     db.rank(), db.fields.data(), dc.rank(), dc.fields.data());
-    std::vector<double> want = reference(c, a, b);
-    for (size_t i = 0; i < want.size(); ++i)
-      // bf16 keeps 8 significant bits: half an ulp is 2^-9 relative.
-      ASSERT_NEAR(spmdc::rt::fromBF16(out[i]), want[i],
-                  std::ldexp(std::abs(want[i]), -8) + 1e-6)
-          << "case m=" << c.m << " n=" << c.n << " k=" << c.k << " at " << i;
+  for (const Case &c : kCases)
+    expectMatmulBf16(c);
+}
+
+TEST(Blas, MatmulBf16OnThreadsIsTheF32ProductRounded) {
+  // Large bf16 matmuls run on oneDNN's OpenMP team of the rank's threads,
+  // batches of paired matrices as one batched matmul.
+  for (int threads : {2, 3}) {
+    spmd_blas_set_threads(threads);
+    for (const Case &c : kSplitCases)
+      expectMatmulBf16(c);
+    for (const Case &c : kCases)
+      expectMatmulBf16(c);
   }
+  spmd_blas_set_threads(1);
 }
 
 #ifdef SPMDC_EXPECT_ONEDNN

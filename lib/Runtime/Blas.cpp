@@ -301,14 +301,19 @@ void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
   Operands o(2, trans_a, trans_b, a_rank, a_desc, b_rank, b_desc, c_rank,
              c_desc);
   TracedGemm traced{o.batches};
-  // oneDNN's bf16 matmul (AVX512_BF16: twice the f32 rate), unless
-  // SPMDC_GEMM=openblas asks for the widened SGEMM below.
+  // oneDNN's bf16 matmul (AMX or AVX512_BF16: twice the f32 rate and
+  // more), unless SPMDC_GEMM=openblas asks for the widened SGEMM below. A
+  // large one runs on the rank's threads as oneDNN's own OpenMP team: it
+  // packs each operand once for all of them.
   applyGemmThreads();
+  const auto &batches = o.batches;
+  double flops = 2.0 * batches.count() * batches.m * batches.n * batches.k;
   if (useOneDnn() &&
       spmdc::rt::oneDnnMatmulBf16(
-          o.batches, reinterpret_cast<const uint16_t *>(o.a.data),
+          batches, reinterpret_cast<const uint16_t *>(o.a.data),
           reinterpret_cast<const uint16_t *>(o.b.data),
-          reinterpret_cast<uint16_t *>(o.c.data)))
+          reinterpret_cast<uint16_t *>(o.c.data),
+          flops < kSplitFlops ? 1 : gemmThreads))
     return;
   std::vector<float> a = widened(o.a), b = widened(o.b);
   std::vector<float> c(o.batches.count() * o.batches.m * o.batches.n);

@@ -19,6 +19,8 @@
 #pragma weak dnnl_memory_create
 #pragma weak dnnl_memory_set_data_handle
 #pragma weak dnnl_primitive_execute
+// oneDNN's parallel regions are OpenMP's (Debian builds it on libgomp).
+extern "C" void omp_set_num_threads(int threads) __attribute__((weak));
 #endif
 
 namespace spmdc::rt {
@@ -44,14 +46,20 @@ struct Bf16Matmul {
   dnnl_memory_t a = nullptr, b = nullptr, c = nullptr;
 };
 
+/// A matmul's shape: `batch` matrices of [m, k] @ [k, n], A and B read
+/// transposed where said, run on `threads` OpenMP threads.
+using Bf16Shape = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool,
+                             int>;
+
 /// The engine, the stream and a primitive per shape, made on first use. A
 /// step has a few dozen shapes; oneDNN JIT-compiles each primitive once.
+/// oneDNN picks a primitive's blocking for the OpenMP thread count of its
+/// creation, so each is made and run under the same count.
 struct Bf16Matmuls {
   dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
   bool usable = false;
-  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool>, Bf16Matmul>
-      byShape;
+  std::map<Bf16Shape, Bf16Matmul> byShape;
 
   Bf16Matmuls() {
     usable = dnnl_engine_create && dnnl_primitive_execute &&
@@ -60,30 +68,33 @@ struct Bf16Matmuls {
                  dnnl_success;
   }
 
-  /// The primitive for [m, k] @ [k, n], A and B read transposed where said;
-  /// null where oneDNN refuses it.
-  const Bf16Matmul *get(int64_t m, int64_t n, int64_t k, bool transA,
-                        bool transB) {
-    auto key = std::make_tuple(m, n, k, transA, transB);
-    auto found = byShape.find(key);
+  /// The primitive for `shape`; null where oneDNN refuses it.
+  const Bf16Matmul *get(const Bf16Shape &shape) {
+    auto found = byShape.find(shape);
     if (found != byShape.end())
       return found->second.primitive ? &found->second : nullptr;
-    Bf16Matmul &made = byShape[key];
-    // A transposed is stored [k, m]: element (i, j) at j * m + i.
-    dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
-    dnnl_dims_t aStrides = {transA ? 1 : k, transA ? m : 1};
-    dnnl_dims_t bStrides = {transB ? 1 : n, transB ? k : 1};
-    dnnl_dims_t cStrides = {n, 1};
+    Bf16Matmul &made = byShape[shape];
+    auto [batch, m, n, k, transA, transB, threads] = shape;
+    // A transposed is stored [k, m]: element (i, j) at j * m + i. The
+    // matrices of a batch are consecutive.
+    dnnl_dims_t aDims = {batch, m, k}, bDims = {batch, k, n},
+                cDims = {batch, m, n};
+    dnnl_dims_t aStrides = {m * k, transA ? 1 : k, transA ? m : 1};
+    dnnl_dims_t bStrides = {k * n, transB ? 1 : n, transB ? k : 1};
+    dnnl_dims_t cStrides = {m * n, n, 1};
+    // A single matrix is described in two dims, as oneDNN's 2-D kernels
+    // expect.
+    int rank = batch == 1 ? 2 : 3, skip = 3 - rank;
     dnnl_memory_desc_t aDesc, bDesc, cDesc;
     dnnl_matmul_desc_t desc;
     dnnl_primitive_desc_t primitiveDesc = nullptr;
     bool ok =
-        dnnl_memory_desc_init_by_strides(&aDesc, 2, aDims, dnnl_bf16,
-                                         aStrides) == dnnl_success &&
-        dnnl_memory_desc_init_by_strides(&bDesc, 2, bDims, dnnl_bf16,
-                                         bStrides) == dnnl_success &&
-        dnnl_memory_desc_init_by_strides(&cDesc, 2, cDims, dnnl_bf16,
-                                         cStrides) == dnnl_success &&
+        dnnl_memory_desc_init_by_strides(&aDesc, rank, aDims + skip, dnnl_bf16,
+                                         aStrides + skip) == dnnl_success &&
+        dnnl_memory_desc_init_by_strides(&bDesc, rank, bDims + skip, dnnl_bf16,
+                                         bStrides + skip) == dnnl_success &&
+        dnnl_memory_desc_init_by_strides(&cDesc, rank, cDims + skip, dnnl_bf16,
+                                         cStrides + skip) == dnnl_success &&
         dnnl_matmul_desc_init(&desc, &aDesc, &bDesc, nullptr, &cDesc) ==
             dnnl_success &&
         dnnl_primitive_desc_create(&primitiveDesc, &desc, nullptr, engine,
@@ -122,19 +133,39 @@ struct Bf16Matmuls {
 } // namespace
 
 bool oneDnnMatmulBf16(const MatmulBatches &batches, const uint16_t *a,
-                      const uint16_t *b, uint16_t *c) {
+                      const uint16_t *b, uint16_t *c, int threads) {
   static Bf16Matmuls matmuls;
   if (!matmuls.usable)
     return false;
+  if (threads > 1 && !omp_set_num_threads)
+    threads = 1;
+  // The calling thread's OpenMP count is 1 between calls (Blas.cpp).
+  struct Threads {
+    int count;
+    explicit Threads(int count) : count(count) {
+      if (count > 1)
+        omp_set_num_threads(count);
+    }
+    ~Threads() {
+      if (count > 1)
+        omp_set_num_threads(1);
+    }
+  } scoped(threads);
   int64_t m = batches.m, n = batches.n, k = batches.k;
-  if (batches.aFull && batches.bShared && !batches.transposeA) {
+  bool transA = batches.transposeA, transB = batches.transposeB;
+  if (batches.aFull && batches.bShared && !transA) {
     // x @ W over a batch: one matmul over all its rows.
     const Bf16Matmul *whole =
-        matmuls.get(batches.count() * m, n, k, false, batches.transposeB);
+        matmuls.get({1, batches.count() * m, n, k, false, transB, threads});
     return whole && matmuls.run(*whole, a, b, c);
   }
-  const Bf16Matmul *one =
-      matmuls.get(m, n, k, batches.transposeA, batches.transposeB);
+  if (batches.aFull && batches.bFull) {
+    // Matrices paired one to one (attention's heads): one batched matmul.
+    const Bf16Matmul *all =
+        matmuls.get({batches.count(), m, n, k, transA, transB, threads});
+    return all && matmuls.run(*all, a, b, c);
+  }
+  const Bf16Matmul *one = matmuls.get({1, m, n, k, transA, transB, threads});
   if (!one)
     return false;
   for (int64_t i = 0; i < batches.count(); ++i)
@@ -152,7 +183,7 @@ bool oneDnnSgemm(bool, bool, int64_t, int64_t, int64_t, float, const float *,
   return false;
 }
 bool oneDnnMatmulBf16(const MatmulBatches &, const uint16_t *,
-                      const uint16_t *, uint16_t *) {
+                      const uint16_t *, uint16_t *, int) {
   return false;
 }
 

@@ -27,10 +27,11 @@ bool oneDnnSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  int64_t ldb, float beta, float *c, int64_t ldc);
 
 /// C = op(A) @ op(B) over `batches` on bf16 bit patterns, accumulated in f32
-/// and rounded to bf16 (oneDNN's matmul primitive: AVX512_BF16 where the
-/// CPU has it); false where oneDNN is not linked in or refused the shape.
+/// and rounded to bf16 (oneDNN's matmul primitive: AMX or AVX512_BF16 where
+/// the CPU has it), on `threads` of oneDNN's OpenMP threads; false where
+/// oneDNN is not linked in or refused the shape.
 bool oneDnnMatmulBf16(const MatmulBatches &batches, const uint16_t *a,
-                      const uint16_t *b, uint16_t *c);
+                      const uint16_t *b, uint16_t *c, int threads);
 
 } // namespace spmdc::rt
 
