@@ -35,7 +35,6 @@ void cblas_dgemm(int order, int transA, int transB, int m, int n, int k,
                  double alpha, const double *a, int lda, const double *b,
                  int ldb, double beta, double *c, int ldc);
 void openblas_set_num_threads(int threads) __attribute__((weak));
-void omp_set_num_threads(int threads) __attribute__((weak));
 }
 
 namespace {
@@ -57,8 +56,7 @@ void applyGemmThreads() {
   static thread_local bool applied = [] {
     if (openblas_set_num_threads)
       openblas_set_num_threads(1);
-    if (omp_set_num_threads)
-      omp_set_num_threads(1);
+    spmdc::rt::oneDnnSetThreads(1);
     return true;
   }();
   (void)applied;

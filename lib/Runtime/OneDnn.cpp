@@ -1,40 +1,104 @@
-//===- OneDnn.cpp - GEMMs through oneDNN, where it is linked --------------===//
+//===- OneDnn.cpp - GEMMs through oneDNN, where it is installed -----------===//
 
 #include "OneDnn.h"
 
 #include <map>
 #include <tuple>
+#include <type_traits>
 
 #ifdef SPMDC_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
-// Weak: a link without libdnnl (spmd-run-portable) leaves them null.
-#pragma weak dnnl_sgemm
-#pragma weak dnnl_engine_create
-#pragma weak dnnl_stream_create
-#pragma weak dnnl_memory_desc_init_by_strides
-#pragma weak dnnl_matmul_desc_init
-#pragma weak dnnl_primitive_desc_create
-#pragma weak dnnl_primitive_desc_destroy
-#pragma weak dnnl_primitive_create
-#pragma weak dnnl_memory_create
-#pragma weak dnnl_memory_set_data_handle
-#pragma weak dnnl_primitive_execute
-// oneDNN's parallel regions are OpenMP's (Debian builds it on libgomp).
-extern "C" void omp_set_num_threads(int threads) __attribute__((weak));
+
+#include <dlfcn.h>
+
+#include <cstdlib>
 #endif
 
 namespace spmdc::rt {
 
 #ifdef SPMDC_HAVE_ONEDNN
 
-bool oneDnnSgemmAvailable() { return dnnl_sgemm != nullptr; }
+namespace {
+
+#define SPMDC_STRING(x) #x
+#define SPMDC_SONAME(major) "libdnnl.so." SPMDC_STRING(major)
+
+/// oneDNN's entry points, from the library of the headers' major version,
+/// loaded at first use. Not linked: libgomp, which oneDNN brings, reads its
+/// environment once, when it is loaded, and its threads must sleep at once
+/// after each parallel region. Spinning (its default, milliseconds), they
+/// took the core from the rank's own pool and its loop nests: a tenth of
+/// GPT-2 small's bf16 step on two threads went to libgomp's spin loop. A
+/// user's OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept.
+struct OneDnnLibrary {
+  decltype(&dnnl_sgemm) sgemm = nullptr;
+  decltype(&dnnl_engine_create) engineCreate = nullptr;
+  decltype(&dnnl_stream_create) streamCreate = nullptr;
+  decltype(&dnnl_memory_desc_init_by_strides) memoryDescInitByStrides =
+      nullptr;
+  decltype(&dnnl_matmul_desc_init) matmulDescInit = nullptr;
+  decltype(&dnnl_primitive_desc_create) primitiveDescCreate = nullptr;
+  decltype(&dnnl_primitive_desc_destroy) primitiveDescDestroy = nullptr;
+  decltype(&dnnl_primitive_create) primitiveCreate = nullptr;
+  decltype(&dnnl_memory_create) memoryCreate = nullptr;
+  decltype(&dnnl_memory_set_data_handle) memorySetDataHandle = nullptr;
+  decltype(&dnnl_primitive_execute) primitiveExecute = nullptr;
+  /// OpenMP's, from libgomp: oneDNN's parallel regions are its.
+  void (*ompSetNumThreads)(int) = nullptr;
+  bool loaded = false;
+
+  OneDnnLibrary() {
+    if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT"))
+      setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
+    void *handle =
+        dlopen(SPMDC_SONAME(DNNL_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return;
+    auto bind = [&](auto &entry, const char *name) {
+      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(
+          dlsym(handle, name));
+      return entry != nullptr;
+    };
+    loaded = bind(sgemm, "dnnl_sgemm") &&
+             bind(engineCreate, "dnnl_engine_create") &&
+             bind(streamCreate, "dnnl_stream_create") &&
+             bind(memoryDescInitByStrides,
+                  "dnnl_memory_desc_init_by_strides") &&
+             bind(matmulDescInit, "dnnl_matmul_desc_init") &&
+             bind(primitiveDescCreate, "dnnl_primitive_desc_create") &&
+             bind(primitiveDescDestroy, "dnnl_primitive_desc_destroy") &&
+             bind(primitiveCreate, "dnnl_primitive_create") &&
+             bind(memoryCreate, "dnnl_memory_create") &&
+             bind(memorySetDataHandle, "dnnl_memory_set_data_handle") &&
+             bind(primitiveExecute, "dnnl_primitive_execute") &&
+             bind(ompSetNumThreads, "omp_set_num_threads");
+  }
+};
+
+#undef SPMDC_SONAME
+#undef SPMDC_STRING
+
+const OneDnnLibrary &oneDnn() {
+  static const OneDnnLibrary library;
+  return library;
+}
+
+} // namespace
+
+bool oneDnnSgemmAvailable() { return oneDnn().loaded; }
+
+void oneDnnSetThreads(int threads) {
+  if (oneDnn().loaded)
+    oneDnn().ompSetNumThreads(threads);
+}
 
 bool oneDnnSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  float alpha, const float *a, int64_t lda, const float *b,
                  int64_t ldb, float beta, float *c, int64_t ldc) {
-  return dnnl_sgemm && dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m,
-                                  n, k, alpha, a, lda, b, ldb, beta, c,
-                                  ldc) == dnnl_success;
+  const OneDnnLibrary &dnnl = oneDnn();
+  return dnnl.loaded &&
+         dnnl.sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a,
+                    lda, b, ldb, beta, c, ldc) == dnnl_success;
 }
 
 namespace {
@@ -56,15 +120,16 @@ using Bf16Shape = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool,
 /// oneDNN picks a primitive's blocking for the OpenMP thread count of its
 /// creation, so each is made and run under the same count.
 struct Bf16Matmuls {
+  const OneDnnLibrary &dnnl = oneDnn();
   dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
   bool usable = false;
   std::map<Bf16Shape, Bf16Matmul> byShape;
 
   Bf16Matmuls() {
-    usable = dnnl_engine_create && dnnl_primitive_execute &&
-             dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success &&
-             dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) ==
+    usable = dnnl.loaded &&
+             dnnl.engineCreate(&engine, dnnl_cpu, 0) == dnnl_success &&
+             dnnl.streamCreate(&stream, engine, dnnl_stream_default_flags) ==
                  dnnl_success;
   }
 
@@ -89,26 +154,26 @@ struct Bf16Matmuls {
     dnnl_matmul_desc_t desc;
     dnnl_primitive_desc_t primitiveDesc = nullptr;
     bool ok =
-        dnnl_memory_desc_init_by_strides(&aDesc, rank, aDims + skip, dnnl_bf16,
+        dnnl.memoryDescInitByStrides(&aDesc, rank, aDims + skip, dnnl_bf16,
                                          aStrides + skip) == dnnl_success &&
-        dnnl_memory_desc_init_by_strides(&bDesc, rank, bDims + skip, dnnl_bf16,
+        dnnl.memoryDescInitByStrides(&bDesc, rank, bDims + skip, dnnl_bf16,
                                          bStrides + skip) == dnnl_success &&
-        dnnl_memory_desc_init_by_strides(&cDesc, rank, cDims + skip, dnnl_bf16,
+        dnnl.memoryDescInitByStrides(&cDesc, rank, cDims + skip, dnnl_bf16,
                                          cStrides + skip) == dnnl_success &&
-        dnnl_matmul_desc_init(&desc, &aDesc, &bDesc, nullptr, &cDesc) ==
+        dnnl.matmulDescInit(&desc, &aDesc, &bDesc, nullptr, &cDesc) ==
             dnnl_success &&
-        dnnl_primitive_desc_create(&primitiveDesc, &desc, nullptr, engine,
+        dnnl.primitiveDescCreate(&primitiveDesc, &desc, nullptr, engine,
                                    nullptr) == dnnl_success &&
-        dnnl_primitive_create(&made.primitive, primitiveDesc) ==
+        dnnl.primitiveCreate(&made.primitive, primitiveDesc) ==
             dnnl_success &&
-        dnnl_memory_create(&made.a, &aDesc, engine, DNNL_MEMORY_NONE) ==
+        dnnl.memoryCreate(&made.a, &aDesc, engine, DNNL_MEMORY_NONE) ==
             dnnl_success &&
-        dnnl_memory_create(&made.b, &bDesc, engine, DNNL_MEMORY_NONE) ==
+        dnnl.memoryCreate(&made.b, &bDesc, engine, DNNL_MEMORY_NONE) ==
             dnnl_success &&
-        dnnl_memory_create(&made.c, &cDesc, engine, DNNL_MEMORY_NONE) ==
+        dnnl.memoryCreate(&made.c, &cDesc, engine, DNNL_MEMORY_NONE) ==
             dnnl_success;
     if (primitiveDesc)
-      dnnl_primitive_desc_destroy(primitiveDesc);
+      dnnl.primitiveDescDestroy(primitiveDesc);
     if (!ok)
       made.primitive = nullptr;
     return ok ? &made : nullptr;
@@ -116,16 +181,16 @@ struct Bf16Matmuls {
 
   bool run(const Bf16Matmul &matmul, const uint16_t *a, const uint16_t *b,
            uint16_t *c) {
-    if (dnnl_memory_set_data_handle(matmul.a, const_cast<uint16_t *>(a)) !=
+    if (dnnl.memorySetDataHandle(matmul.a, const_cast<uint16_t *>(a)) !=
             dnnl_success ||
-        dnnl_memory_set_data_handle(matmul.b, const_cast<uint16_t *>(b)) !=
+        dnnl.memorySetDataHandle(matmul.b, const_cast<uint16_t *>(b)) !=
             dnnl_success ||
-        dnnl_memory_set_data_handle(matmul.c, c) != dnnl_success)
+        dnnl.memorySetDataHandle(matmul.c, c) != dnnl_success)
       return false;
     dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, matmul.a},
                               {DNNL_ARG_WEIGHTS, matmul.b},
                               {DNNL_ARG_DST, matmul.c}};
-    return dnnl_primitive_execute(matmul.primitive, stream, 3, args) ==
+    return dnnl.primitiveExecute(matmul.primitive, stream, 3, args) ==
            dnnl_success;
   }
 };
@@ -137,20 +202,19 @@ bool oneDnnMatmulBf16(const MatmulBatches &batches, const uint16_t *a,
   static Bf16Matmuls matmuls;
   if (!matmuls.usable)
     return false;
-  if (threads > 1 && !omp_set_num_threads)
-    threads = 1;
   // The calling thread's OpenMP count is 1 between calls (Blas.cpp).
   struct Threads {
+    const OneDnnLibrary &dnnl;
     int count;
-    explicit Threads(int count) : count(count) {
+    Threads(const OneDnnLibrary &dnnl, int count) : dnnl(dnnl), count(count) {
       if (count > 1)
-        omp_set_num_threads(count);
+        dnnl.ompSetNumThreads(count);
     }
     ~Threads() {
       if (count > 1)
-        omp_set_num_threads(1);
+        dnnl.ompSetNumThreads(1);
     }
-  } scoped(threads);
+  } scoped(matmuls.dnnl, threads);
   int64_t m = batches.m, n = batches.n, k = batches.k;
   bool transA = batches.transposeA, transB = batches.transposeB;
   if (batches.aFull && batches.bShared && !transA) {
@@ -178,6 +242,7 @@ bool oneDnnMatmulBf16(const MatmulBatches &batches, const uint16_t *a,
 #else // !SPMDC_HAVE_ONEDNN
 
 bool oneDnnSgemmAvailable() { return false; }
+void oneDnnSetThreads(int) {}
 bool oneDnnSgemm(bool, bool, int64_t, int64_t, int64_t, float, const float *,
                  int64_t, const float *, int64_t, float, float *, int64_t) {
   return false;
