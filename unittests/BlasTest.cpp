@@ -119,15 +119,20 @@ TEST(Blas, MatmulF32MatchesTheTripleLoop) {
     expectMatmulF32(c);
 }
 
-TEST(Blas, MatmulF32SplitOverThreadsMatchesTheTripleLoop) {
+/// `expect` on every case, the rank's GEMMs on 2 and then 3 threads.
+void expectOnThreads(void (*expect)(const Case &)) {
   for (int threads : {2, 3}) {
     spmd_blas_set_threads(threads);
     for (const Case &c : kSplitCases)
-      expectMatmulF32(c);
+      expect(c);
     for (const Case &c : kCases)
-      expectMatmulF32(c);
+      expect(c);
   }
   spmd_blas_set_threads(1);
+}
+
+TEST(Blas, MatmulF32SplitOverThreadsMatchesTheTripleLoop) {
+  expectOnThreads(expectMatmulF32);
 }
 
 void expectMatmulBf16(const Case &c) {
@@ -160,14 +165,7 @@ TEST(Blas, MatmulBf16IsTheF32ProductRounded) {
 TEST(Blas, MatmulBf16OnThreadsIsTheF32ProductRounded) {
   // Large bf16 matmuls run on oneDNN's OpenMP team of the rank's threads,
   // batches of paired matrices as one batched matmul.
-  for (int threads : {2, 3}) {
-    spmd_blas_set_threads(threads);
-    for (const Case &c : kSplitCases)
-      expectMatmulBf16(c);
-    for (const Case &c : kCases)
-      expectMatmulBf16(c);
-  }
-  spmd_blas_set_threads(1);
+  expectOnThreads(expectMatmulBf16);
 }
 
 #ifdef SPMDC_EXPECT_ONEDNN

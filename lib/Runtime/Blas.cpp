@@ -306,12 +306,11 @@ void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
   applyGemmThreads();
   const auto &batches = o.batches;
   double flops = 2.0 * batches.count() * batches.m * batches.n * batches.k;
-  if (useOneDnn() &&
-      spmdc::rt::oneDnnMatmulBf16(
-          batches, reinterpret_cast<const uint16_t *>(o.a.data),
-          reinterpret_cast<const uint16_t *>(o.b.data),
-          reinterpret_cast<uint16_t *>(o.c.data),
-          flops < kSplitFlops ? 1 : gemmThreads))
+  if (useOneDnn() && spmdc::rt::oneDnnMatmulBf16(
+                         batches, reinterpret_cast<const uint16_t *>(o.a.data),
+                         reinterpret_cast<const uint16_t *>(o.b.data),
+                         reinterpret_cast<uint16_t *>(o.c.data),
+                         flops < kSplitFlops ? 1 : gemmThreads))
     return;
   std::vector<float> a = widened(o.a), b = widened(o.b);
   std::vector<float> c(o.batches.count() * o.batches.m * o.batches.n);

@@ -34,8 +34,7 @@ struct OneDnnLibrary {
   decltype(&dnnl_sgemm) sgemm = nullptr;
   decltype(&dnnl_engine_create) engineCreate = nullptr;
   decltype(&dnnl_stream_create) streamCreate = nullptr;
-  decltype(&dnnl_memory_desc_init_by_strides) memoryDescInitByStrides =
-      nullptr;
+  decltype(&dnnl_memory_desc_init_by_strides) memoryDescInitByStrides = nullptr;
   decltype(&dnnl_matmul_desc_init) matmulDescInit = nullptr;
   decltype(&dnnl_primitive_desc_create) primitiveDescCreate = nullptr;
   decltype(&dnnl_primitive_desc_destroy) primitiveDescDestroy = nullptr;
@@ -59,19 +58,18 @@ struct OneDnnLibrary {
           dlsym(handle, name));
       return entry != nullptr;
     };
-    loaded = bind(sgemm, "dnnl_sgemm") &&
-             bind(engineCreate, "dnnl_engine_create") &&
-             bind(streamCreate, "dnnl_stream_create") &&
-             bind(memoryDescInitByStrides,
-                  "dnnl_memory_desc_init_by_strides") &&
-             bind(matmulDescInit, "dnnl_matmul_desc_init") &&
-             bind(primitiveDescCreate, "dnnl_primitive_desc_create") &&
-             bind(primitiveDescDestroy, "dnnl_primitive_desc_destroy") &&
-             bind(primitiveCreate, "dnnl_primitive_create") &&
-             bind(memoryCreate, "dnnl_memory_create") &&
-             bind(memorySetDataHandle, "dnnl_memory_set_data_handle") &&
-             bind(primitiveExecute, "dnnl_primitive_execute") &&
-             bind(ompSetNumThreads, "omp_set_num_threads");
+    loaded =
+        bind(sgemm, "dnnl_sgemm") && bind(engineCreate, "dnnl_engine_create") &&
+        bind(streamCreate, "dnnl_stream_create") &&
+        bind(memoryDescInitByStrides, "dnnl_memory_desc_init_by_strides") &&
+        bind(matmulDescInit, "dnnl_matmul_desc_init") &&
+        bind(primitiveDescCreate, "dnnl_primitive_desc_create") &&
+        bind(primitiveDescDestroy, "dnnl_primitive_desc_destroy") &&
+        bind(primitiveCreate, "dnnl_primitive_create") &&
+        bind(memoryCreate, "dnnl_memory_create") &&
+        bind(memorySetDataHandle, "dnnl_memory_set_data_handle") &&
+        bind(primitiveExecute, "dnnl_primitive_execute") &&
+        bind(ompSetNumThreads, "omp_set_num_threads");
   }
 };
 
@@ -112,8 +110,8 @@ struct Bf16Matmul {
 
 /// A matmul's shape: `batch` matrices of [m, k] @ [k, n], A and B read
 /// transposed where said, run on `threads` OpenMP threads.
-using Bf16Shape = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool,
-                             int>;
+using Bf16Shape =
+    std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, int>;
 
 /// The engine, the stream and a primitive per shape, made on first use. A
 /// step has a few dozen shapes; oneDNN JIT-compiles each primitive once.
@@ -155,17 +153,16 @@ struct Bf16Matmuls {
     dnnl_primitive_desc_t primitiveDesc = nullptr;
     bool ok =
         dnnl.memoryDescInitByStrides(&aDesc, rank, aDims + skip, dnnl_bf16,
-                                         aStrides + skip) == dnnl_success &&
+                                     aStrides + skip) == dnnl_success &&
         dnnl.memoryDescInitByStrides(&bDesc, rank, bDims + skip, dnnl_bf16,
-                                         bStrides + skip) == dnnl_success &&
+                                     bStrides + skip) == dnnl_success &&
         dnnl.memoryDescInitByStrides(&cDesc, rank, cDims + skip, dnnl_bf16,
-                                         cStrides + skip) == dnnl_success &&
+                                     cStrides + skip) == dnnl_success &&
         dnnl.matmulDescInit(&desc, &aDesc, &bDesc, nullptr, &cDesc) ==
             dnnl_success &&
         dnnl.primitiveDescCreate(&primitiveDesc, &desc, nullptr, engine,
-                                   nullptr) == dnnl_success &&
-        dnnl.primitiveCreate(&made.primitive, primitiveDesc) ==
-            dnnl_success &&
+                                 nullptr) == dnnl_success &&
+        dnnl.primitiveCreate(&made.primitive, primitiveDesc) == dnnl_success &&
         dnnl.memoryCreate(&made.a, &aDesc, engine, DNNL_MEMORY_NONE) ==
             dnnl_success &&
         dnnl.memoryCreate(&made.b, &bDesc, engine, DNNL_MEMORY_NONE) ==
@@ -247,8 +244,8 @@ bool oneDnnSgemm(bool, bool, int64_t, int64_t, int64_t, float, const float *,
                  int64_t, const float *, int64_t, float, float *, int64_t) {
   return false;
 }
-bool oneDnnMatmulBf16(const MatmulBatches &, const uint16_t *,
-                      const uint16_t *, uint16_t *, int) {
+bool oneDnnMatmulBf16(const MatmulBatches &, const uint16_t *, const uint16_t *,
+                      uint16_t *, int) {
   return false;
 }
 
