@@ -152,3 +152,34 @@ func.func @short(%a: memref<4xf32>, %b: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// Loops whose iterations write what another iteration reads or writes stay
+// scalar: a store one element ahead of the load, and a store to the same
+// element on every iteration (a function argument, so not a reduction to
+// carry). Their accesses to the written memref differ, or none is indexed
+// by the loop alone, so the quick test leaves them to MLIR's dependence
+// analysis.
+
+// CHECK-LABEL: func.func @shifted
+// CHECK-NOT: vector
+// CHECK-LABEL: func.func @same_element
+// CHECK-NOT: vector
+// CHECK: return
+func.func @shifted(%b: memref<65xf32>) {
+  affine.for %i = 0 to 64 {
+    %x = affine.load %b[%i] : memref<65xf32>
+    affine.store %x, %b[%i + 1] : memref<65xf32>
+  }
+  return
+}
+func.func @same_element(%a: memref<64xf32>, %b: memref<1xf32>) {
+  affine.for %i = 0 to 64 {
+    %x = affine.load %a[%i] : memref<64xf32>
+    %y = affine.load %b[0] : memref<1xf32>
+    %s = arith.addf %x, %y : f32
+    affine.store %s, %b[0] : memref<1xf32>
+  }
+  return
+}
