@@ -50,13 +50,13 @@ struct NumberConstantGlobalsPass
       renamed[global.getSymNameAttr()] =
           StringAttr::get(context, "__constant_" + std::to_string(index));
     AttrTypeReplacer replacer;
-    replacer.addReplacement([&](FlatSymbolRefAttr ref)
-                                -> std::optional<Attribute> {
-      auto it = renamed.find(ref.getAttr());
-      if (it == renamed.end())
-        return std::nullopt;
-      return FlatSymbolRefAttr::get(it->second);
-    });
+    replacer.addReplacement(
+        [&](FlatSymbolRefAttr ref) -> std::optional<Attribute> {
+          auto it = renamed.find(ref.getAttr());
+          if (it == renamed.end())
+            return std::nullopt;
+          return FlatSymbolRefAttr::get(it->second);
+        });
     for (Operation &op : module.getBody()->getOperations())
       if (!isa<memref::GlobalOp>(op))
         replacer.recursivelyReplaceElementsIn(&op, /*replaceAttrs=*/true,
