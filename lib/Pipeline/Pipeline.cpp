@@ -64,17 +64,23 @@ const char *cudaArchName(CudaArch arch) {
 
 // The lowering's pieces, shared by the targets.
 
-/// The signature's attributes go (they have been read); collectives and
+/// The arguments the step may overwrite are marked (the parameters and
+/// state it returns updated); the signature's attributes go (they have
+/// been read); collectives and
 /// f32/f64/bf16 matmuls become runtime calls on buffers
 /// (MPI or NCCL, BLAS or cuBLAS; GEMMs read transposed operands in place);
 /// then linalg on tensors, elementwise fusion, large splat constants as
-/// fills (not globals of their size) and one-shot bufferization
-/// across the step's functions, with identity layouts at their boundaries,
-/// its constant globals then named in a fixed order. Buffers keep malloc's
+/// fills (not globals of their size), elementwise results written over
+/// inputs dead after them, and one-shot bufferization across the step's
+/// functions, with identity layouts at their boundaries; donated
+/// parameters and state updated in their own buffers, a private
+/// function's results that are its arguments' buffers dropped, and the
+/// constant globals named in a fixed order. Buffers keep malloc's
 /// own alignment (16 bytes; the vectorized loops' loads and stores need 4),
 /// which spares the pointer arithmetic 64-byte alignment puts around each
 /// malloc (~1,900 of them in GPT-2 small's step).
 static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
+  pm.addPass(createMarkDonatedArguments());
   pm.addPass(createStripGraphAttributes());
   // With --overlap, collectives start early and are waited for late.
   if (options.overlap)
@@ -84,12 +90,15 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createConvertTgToLinalg());
   pm.addPass(createFuseElementwise());
   pm.addPass(createSplatConstantsToFills());
+  pm.addPass(createOverwriteDeadInputs());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   bufferize.bufferAlignment = 0;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createOverwriteDonatedBuffers());
+  pm.addPass(createDropReturnedArguments());
   pm.addPass(createNumberConstantGlobals());
 }
 
@@ -98,12 +107,14 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
 /// buffer in place (a scatter), which would otherwise keep such a loop on
 /// the host (cuda) or out of a nest of its own (cpu). On the host, each
 /// buffer is then freed after its last use rather than at its block's end.
+/// A donated argument goes back as itself, not as a clone.
 /// The most bytes the buffers then hold at once is recorded for the report.
 static void addDeallocations(OpPassManager &pm, bool onHost) {
   pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addPass(createDropSelfRetainingDeallocs());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addPass(createReturnDonatedArguments());
   if (onHost)
     pm.addPass(createFreeAfterLastUse());
   pm.addPass(createRecordBufferPeak());

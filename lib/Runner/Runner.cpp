@@ -601,9 +601,7 @@ std::optional<int> Run::matchFeedback() {
     if (resultInfos[r].role == tg::Role::loss)
       lossIndex = r;
     for (size_t a = 0; a < argInfos.size(); ++a)
-      if ((resultInfos[r].role == tg::Role::param || resultInfos[r].role == tg::Role::state) &&
-          argInfos[a].role == resultInfos[r].role &&
-          argInfos[a].name == resultInfos[r].name) {
+      if (tg::feedsBack(resultInfos[r], argInfos[a])) {
         const Sharded &out = signature.resultShardings[r];
         const Sharded &in = signature.argumentShardings[a];
         if (out.sharding != in.sharding ||

@@ -19,6 +19,11 @@
 
 namespace spmdc {
 
+/// Marks an argument of an entry point whose buffer the step may take for
+/// its result (--mark-donated-arguments); --return-donated-arguments
+/// removes it once the buffers are placed.
+inline constexpr llvm::StringLiteral kDonatedAttr = "spmdc.donated";
+
 #define GEN_PASS_DECL
 #include "spmdc/Conversion/Passes.h.inc"
 

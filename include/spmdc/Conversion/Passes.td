@@ -59,6 +59,101 @@ def StripGraphAttributes : Pass<"strip-graph-attributes", "::mlir::ModuleOp"> {
   }];
 }
 
+def MarkDonatedArguments : Pass<"mark-donated-arguments", "::mlir::ModuleOp"> {
+  let summary = "Mark the inputs an entry point may overwrite: the parameters and state it returns updated";
+  let description = [{
+    Runs before `--strip-graph-attributes`, while the signature's names and
+    roles are there. spmd-run feeds a parameter or state that the step
+    returns under its argument's role and name (on the same ranks, in the
+    same type) back as the next step's argument, so the old value is dead
+    once the step has read it: such an argument is donated, its buffer the
+    step's to reuse (JAX's `donate_argnums`, read off the signature). It
+    gets `bufferization.writable = true` and `spmdc.donated`; every other
+    tensor argument of a public function gets `bufferization.writable =
+    false`, so one-shot bufferization never writes over a data batch the
+    runner keeps from step to step.
+
+    Before: `func.func @main(%w: tensor<4xf32> {tg.name = "w", tg.role = #tg.role<param>}) -> (tensor<4xf32> {tg.name = "w", tg.role = #tg.role<param>})`.
+    After: the argument also carries `bufferization.writable = true, spmdc.donated`.
+  }];
+}
+
+def OverwriteDeadInputs : Pass<"overwrite-dead-inputs", "::mlir::ModuleOp"> {
+  let summary = "Write an elementwise op's result over an input nothing reads after it";
+  let description = [{
+    Runs on tensors, before one-shot bufferization. An all-parallel
+    `linalg.generic` whose result goes to a `tensor.empty` (its payload not
+    reading it) takes instead an input of the same type, read only at the
+    result's own (permutation) indexing, when nothing reads that input, or
+    a value that may share its buffer, after the op, and the input's buffer
+    is fresh: a `tensor.empty`, a restrict-writable `to_tensor` of an
+    alloc, followed through destination operands and calls, or an entry
+    point's donated argument (`--mark-donated-arguments`). Bufferized, the
+    op updates that buffer in place: it stores to cache lines it has just
+    read, and the step holds one buffer fewer. A private function's
+    arguments are left to `--overwrite-donated-buffers`.
+
+    Before:
+    ```mlir
+    %e = tensor.empty() : tensor<4xf32>
+    %r = linalg.generic {...} ins(%x, %g : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {...}
+    ```
+    After (`%x` fresh, dead after it): `outs(%x : tensor<4xf32>)`.
+  }];
+}
+
+def OverwriteDonatedBuffers : Pass<"overwrite-donated-buffers", "::mlir::ModuleOp"> {
+  let summary = "Update donated parameters and state in their own buffers";
+  let description = [{
+    Runs on buffers, after one-shot bufferization. An all-parallel
+    `linalg.generic` in a private function that fills a `memref.alloc`
+    (first used there; its payload not reading it) from an argument of the
+    same type, read only at the result's own (permutation) indexing, fills
+    the argument instead, where nothing reads the argument after the op and
+    every call passes an entry point's donated argument
+    (`--mark-donated-arguments`) at its last use, which no other operand of
+    the call may share a buffer with. This is the optimizer's update in the
+    step's backward function: AdamW updates the parameters and moments
+    where they lie. On tensors the same rewrite made one-shot
+    bufferization's analysis of the 600-operand backward call take 8 s
+    instead of 0.7 s on GPT-2 small.
+
+    Before:
+    ```mlir
+    %new = memref.alloc() : memref<4xf32>
+    linalg.generic {...} ins(%p, %g : memref<4xf32>, memref<4xf32>) outs(%new : memref<4xf32>) {...}
+    return %new : memref<4xf32>
+    ```
+    After: `outs(%p : memref<4xf32>)`, `return %p`, the alloc gone.
+  }];
+}
+
+def DropReturnedArguments : Pass<"drop-returned-arguments", "::mlir::ModuleOp"> {
+  let summary = "Drop a private function's results that are its own arguments' buffers";
+  let description = [{
+    Runs after one-shot bufferization. A private function that updated an
+    argument's buffer in place returns that buffer; ownership-based
+    deallocation would return a clone of it, since a function's results
+    are its caller's to free. The result is dropped and each call uses the
+    operand it passed (through a `memref.cast` where the types differ).
+    This is MLIR's `drop-equivalent-buffer-results` kept off public
+    functions, whose results are the step's signature.
+  }];
+}
+
+def ReturnDonatedArguments : Pass<"return-donated-arguments", "::mlir::ModuleOp"> {
+  let summary = "Return a donated argument's own buffer, not a clone of it";
+  let description = [{
+    Runs after ownership-based deallocation, which makes an entry point
+    return a clone of an argument it returns. Where the argument is donated
+    (`spmdc.donated`), its buffer holds the update already and goes back to
+    the caller, which adopts a result that is an argument's buffer as that
+    argument (spmd-run), so the clone goes: `%c = bufferization.clone %arg`
+    used only by `func.return` and deallocations' `retain` lists becomes
+    `%arg`. The `spmdc.donated` marks are removed.
+  }];
+}
+
 def ConvertDistToRuntime : Pass<"convert-dist-to-runtime", "::mlir::ModuleOp"> {
   let summary = "Lower dist collectives to calls of the runtime's spmd_collective_<dtype>";
   let description = [{

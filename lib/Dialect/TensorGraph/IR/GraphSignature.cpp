@@ -111,6 +111,11 @@ std::vector<GraphValueInfo> getResultInfos(func::FuncOp fn) {
   return readInfos(fn, /*arguments=*/false);
 }
 
+bool feedsBack(const GraphValueInfo &result, const GraphValueInfo &argument) {
+  return (result.role == Role::param || result.role == Role::state) &&
+         result.role == argument.role && result.name == argument.name;
+}
+
 static LogicalResult verifyInfos(func::FuncOp fn, bool arguments) {
   StringRef what = arguments ? "argument" : "result";
   llvm::StringSet<> seen;

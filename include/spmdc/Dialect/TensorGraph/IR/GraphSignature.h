@@ -75,6 +75,11 @@ mlir::func::FuncOp getEntryFunction(mlir::ModuleOp module);
 std::vector<GraphValueInfo> getArgumentInfos(mlir::func::FuncOp fn);
 std::vector<GraphValueInfo> getResultInfos(mlir::func::FuncOp fn);
 
+/// Whether `result` is the next step's value of `argument`: a parameter or
+/// state returned under its argument's role and name. spmd-run feeds such a
+/// result back, so the step may write it over the argument's buffer.
+bool feedsBack(const GraphValueInfo &result, const GraphValueInfo &argument);
+
 /// Checks a graph's signature: an entry `@main`, ranked tensor arguments and
 /// results, each with a name and role, names unique per role, at most one
 /// loss, which is a float scalar, hyperparameters float scalars. Errors are
