@@ -53,13 +53,20 @@ extern "C" void spmd_zero_untouched(void *buffer, uint64_t bytes) {
   auto begin = reinterpret_cast<uintptr_t>(buffer);
   uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   uintptr_t first = alignUp(begin, page), last = alignDown(begin + bytes, page);
-  // Pages wholly inside the buffer are handed back: the next touch maps
-  // the kernel's zeros, and a read alone the shared zero page.
+  // Pages wholly inside the buffer are handed back, then faulted in again
+  // writable: the kernel zeroes them (in huge pages where the heap has
+  // them), and no memset writes them a second time. Left to the step's
+  // first touch instead, the step's read would map the shared zero page
+  // and its in-place update then fault every 4 KiB page apart.
   if (bytes < (uint64_t(1) << 20) || last <= first ||
       madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED)) {
     std::memset(buffer, 0, bytes);
     return;
   }
+#ifdef MADV_POPULATE_WRITE
+  // Before Linux 5.14 this fails; the step's first touch then faults them.
+  madvise(reinterpret_cast<void *>(first), last - first, MADV_POPULATE_WRITE);
+#endif
   std::memset(buffer, 0, first - begin);
   std::memset(reinterpret_cast<void *>(last), 0, begin + bytes - last);
 }

@@ -30,9 +30,11 @@ void spmd_keep_freed_memory(void);
 void spmd_reserve_heap(uint64_t bytes);
 
 /// Sets `bytes` bytes at `buffer`, a heap block, to zeros without writing
-/// its whole pages: they go back to the kernel, and come back as zeros when
-/// first touched (AdamW's state of GPT-2 small, 1 GB, then costs nothing
-/// before the first step reads it). Small blocks are memset.
+/// its whole pages: they go back to the kernel and are faulted in again
+/// writable, the kernel's zeros (huge pages where the heap has them). The
+/// step updates such state in place (AdamW's moments of GPT-2 small, 1 GB):
+/// left untouched, its first read would map the shared zero page and the
+/// update then fault each 4 KiB page apart. Small blocks are memset.
 void spmd_zero_untouched(void *buffer, uint64_t bytes);
 
 #ifdef __cplusplus
