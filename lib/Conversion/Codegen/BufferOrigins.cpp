@@ -107,9 +107,9 @@ void BufferOrigins::collectLocalRoots(Value v, SmallPtrSetImpl<Value> &roots) {
                              roots);
   if (auto call = dyn_cast<func::CallOp>(op)) {
     func::FuncOp callee = calleeOf.lookup(call);
-    Value returned = callee ? returnedValue(
-                                  callee, cast<OpResult>(v).getResultNumber())
-                            : Value();
+    Value returned =
+        callee ? returnedValue(callee, cast<OpResult>(v).getResultNumber())
+               : Value();
     if (returned) {
       SmallPtrSet<Value, 4> within;
       collectLocalRoots(returned, within);

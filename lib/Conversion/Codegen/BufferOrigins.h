@@ -1,4 +1,4 @@
-//===- BufferOrigins.h - what a value's buffer may be shared with -*- C++ -*-===//
+//===- BufferOrigins.h - what a buffer may be shared with ---*- C++ -*-===//
 //
 // The questions --overwrite-dead-inputs (on tensors) and
 // --overwrite-donated-buffers (on memrefs) ask before an op writes its
@@ -42,7 +42,8 @@ public:
 private:
   mlir::Value returnedValue(mlir::func::FuncOp callee, unsigned index);
   llvm::SmallVector<mlir::Value> aliasingResults(mlir::OpOperand &use);
-  void collectLocalRoots(mlir::Value v, llvm::SmallPtrSetImpl<mlir::Value> &roots);
+  void collectLocalRoots(mlir::Value v,
+                         llvm::SmallPtrSetImpl<mlir::Value> &roots);
   llvm::SmallPtrSet<mlir::Value, 4> roots(mlir::Value v);
   /// How many of `call`'s operands each buffer may be under.
   const llvm::DenseMap<mlir::Value, int> &operandRoots(mlir::func::CallOp call);

@@ -29,8 +29,7 @@ BlockArgument returnedArgument(func::FuncOp fn, Value value) {
   while (auto cast = value.getDefiningOp<memref::CastOp>())
     value = cast.getSource();
   auto arg = dyn_cast<BlockArgument>(value);
-  return arg && arg.getOwner() == &fn.getBody().front() ? arg
-                                                        : BlockArgument();
+  return arg && arg.getOwner() == &fn.getBody().front() ? arg : BlockArgument();
 }
 
 struct DropReturnedArgumentsPass

@@ -27,7 +27,8 @@ bool isOnlyReturned(bufferization::CloneOp clone) {
   return llvm::all_of(clone->getUsers(), [&](Operation *user) {
     auto dealloc = dyn_cast<bufferization::DeallocOp>(user);
     return isa<func::ReturnOp>(user) ||
-           (dealloc && llvm::is_contained(dealloc.getRetained(), clone.getOutput()));
+           (dealloc &&
+            llvm::is_contained(dealloc.getRetained(), clone.getOutput()));
   });
 }
 

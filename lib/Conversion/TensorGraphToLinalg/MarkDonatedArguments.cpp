@@ -15,7 +15,6 @@
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
 
-
 namespace spmdc {
 #define GEN_PASS_DEF_MARKDONATEDARGUMENTS
 #include "spmdc/Conversion/Passes.h.inc"
