@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Runtime/Blas.h"
+#include "AmxMatmul.h"
 #include "OneDnn.h"
 #include "spmdc/Runtime/FloatFormats.h"
 #include "spmdc/Runtime/MatmulBatches.h"
@@ -69,6 +70,19 @@ bool useOneDnn() {
     const char *choice = std::getenv("SPMDC_GEMM");
     return spmdc::rt::oneDnnSgemmAvailable() &&
            (!choice || std::strcmp(choice, "openblas") != 0);
+  }();
+  return use;
+}
+
+/// Whether bf16 GEMMs go to the runtime's own AMX kernels: only where
+/// SPMDC_GEMM=amx asks and the CPU has AMX. They are not yet faster than
+/// oneDNN 2.6 on GPT-2's shapes (docs/benchmarks.md, "A GEMM of our own on
+/// AMX tiles").
+bool useAmx() {
+  static const bool use = [] {
+    const char *choice = std::getenv("SPMDC_GEMM");
+    return choice && std::strcmp(choice, "amx") == 0 &&
+           spmdc::rt::amxBf16Available();
   }();
   return use;
 }
@@ -300,17 +314,23 @@ void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
              c_desc);
   TracedGemm traced{o.batches};
   // oneDNN's bf16 matmul (AMX or AVX512_BF16: twice the f32 rate and
-  // more), unless SPMDC_GEMM=openblas asks for the widened SGEMM below. A
-  // large one runs on the rank's threads as oneDNN's own OpenMP team: it
-  // packs each operand once for all of them.
+  // more), unless SPMDC_GEMM=openblas asks for the widened SGEMM below, or
+  // SPMDC_GEMM=amx for the runtime's own AMX kernels. A large one runs on
+  // the rank's threads: oneDNN's as its own OpenMP team (it packs each
+  // operand once for all of them), the AMX kernels' on the rank's pool.
   applyGemmThreads();
   const auto &batches = o.batches;
   double flops = 2.0 * batches.count() * batches.m * batches.n * batches.k;
+  int threads = flops < kSplitFlops ? 1 : gemmThreads;
+  if (useAmx() && spmdc::rt::amxMatmulBf16(
+                      batches, reinterpret_cast<const uint16_t *>(o.a.data),
+                      reinterpret_cast<const uint16_t *>(o.b.data),
+                      reinterpret_cast<uint16_t *>(o.c.data), threads))
+    return;
   if (useOneDnn() && spmdc::rt::oneDnnMatmulBf16(
                          batches, reinterpret_cast<const uint16_t *>(o.a.data),
                          reinterpret_cast<const uint16_t *>(o.b.data),
-                         reinterpret_cast<uint16_t *>(o.c.data),
-                         flops < kSplitFlops ? 1 : gemmThreads))
+                         reinterpret_cast<uint16_t *>(o.c.data), threads))
     return;
   std::vector<float> a = widened(o.a), b = widened(o.b);
   std::vector<float> c(o.batches.count() * o.batches.m * o.batches.n);
