@@ -4,7 +4,8 @@
 // amxMatmulBf16 against a triple loop in double, on shapes that take every
 // path: A read in place or packed (transposed, k not whole blocks, rows not
 // whole blocks), B packed from rows, from columns (transposed) and element
-// by element (odd k), C chunked by columns and by rows, on 1, 2 and 3
+// by element (odd k), C chunked by columns and by rows, the reduction in
+// one step and in several (the partial sums kept in f32), on 1, 2 and 3
 // threads, and batches of paired matrices. Skipped where the CPU has no AMX.
 //
 //===----------------------------------------------------------------------===//
@@ -75,15 +76,18 @@ void expectProduct(const Shape &s, int threads) {
 }
 
 const Shape kShapes[] = {
-    {1, 64, 96, 64, false, false},  // A in place, whole blocks
-    {1, 70, 301, 96, false, false}, // rows and columns not whole blocks
-    {1, 64, 600, 45, false, true},  // B transposed, k odd and short
-    {1, 37, 530, 100, true, false}, // A transposed (packed)
-    {1, 64, 520, 64, true, true},   // both transposed
-    {1, 700, 40, 96, false, false}, // chunks of rows: A packed per chunk
-    {1, 650, 33, 70, true, true},   // rows, A transposed, B transposed
-    {1, 3, 5, 7, false, false},     // smaller than a tile
-    {6, 40, 24, 64, false, true},   // paired matrices (attention's heads)
+    {1, 64, 96, 64, false, false},   // A in place, whole blocks
+    {1, 70, 301, 96, false, false},  // rows and columns not whole blocks
+    {1, 64, 600, 45, false, true},   // B transposed, k odd and short
+    {1, 37, 530, 100, true, false},  // A transposed (packed)
+    {1, 64, 520, 64, true, true},    // both transposed
+    {1, 700, 40, 96, false, false},  // chunks of rows: A packed per chunk
+    {1, 650, 33, 70, true, true},    // rows, A transposed, B transposed
+    {1, 3, 5, 7, false, false},      // smaller than a tile
+    {1, 40, 70, 2100, false, false}, // k in three steps, the last partial
+    {1, 300, 20, 1500, true, true},  // rows, k in two steps, transposed
+    {1, 45, 37, 90, true, true},     // columns, both packed by transposes
+    {6, 40, 24, 64, false, true},    // paired matrices (attention's heads)
     {5, 33, 17, 31, true, false},
 };
 

@@ -1,13 +1,13 @@
-//===- AmxMatmul.h - bf16 GEMMs on AMX tiles ---------------------*- C++
-//-*-===//
+//===- AmxMatmul.h - bf16 GEMMs on AMX tiles --------------------*- C++ -*-===//
 //
 // The runtime's own bf16 matmul for CPUs with AMX (Intel's tile registers:
-// one TDPBF16PS is a 16 x 16 x 32 product), used where SPMDC_GEMM=amx asks.
-// The tiles' own rate here is about 1 TFLOP/s a core and oneDNN 2.6 reaches
-// a fifth of it on GPT-2's shapes; these kernels pack each operand once,
-// into the layout the tiles load, and keep a 32 x 32 block of C in four
-// tiles over the whole reduction. They are not yet faster than oneDNN
-// (docs/benchmarks.md says where they lose). Private to lib/Runtime.
+// one TDPBF16PS is a 16 x 16 x 32 product), the default there
+// (SPMDC_GEMM=onednn asks for oneDNN instead). The tiles' own rate here is
+// about 1 TFLOP/s a core and oneDNN 2.6 reaches a fifth of it on GPT-2's
+// shapes; these kernels pack each operand once, into the layout the tiles
+// load, keep a 32 x 32 block of C in four tiles over up to 1,024 of the
+// reduction, and reach a little more (docs/benchmarks.md). Private to
+// lib/Runtime.
 //
 //===----------------------------------------------------------------------===//
 

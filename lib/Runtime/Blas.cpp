@@ -1,8 +1,9 @@
 //===- Blas.cpp - matmuls of compiled code through oneDNN or CBLAS --------===//
 //
-// f32 GEMMs go to oneDNN's dnnl_sgemm and bf16 matmuls to its matmul
-// primitive where the build found it (OneDnn.h): its JIT picks the CPU's
-// widest kernels (AVX-512, AVX512_BF16) whatever OPENBLAS_CORETYPE says.
+// f32 GEMMs go to oneDNN's dnnl_sgemm where the build found it (OneDnn.h):
+// its JIT picks the CPU's widest kernels (AVX-512, AVX512_BF16) whatever
+// OPENBLAS_CORETYPE says. bf16 matmuls go to the runtime's own AMX kernels
+// where the CPU has AMX (AmxMatmul.h), else to oneDNN's matmul primitive.
 // SGEMM measured 8 to 12% faster than Debian's OpenBLAS on GPT-2's shapes,
 // bf16 twice that (docs/benchmarks.md). f64 GEMMs, and f32 where
 // oneDNN is absent or where SPMDC_GEMM=openblas asks, go to the system's
@@ -74,15 +75,13 @@ bool useOneDnn() {
   return use;
 }
 
-/// Whether bf16 GEMMs go to the runtime's own AMX kernels: only where
-/// SPMDC_GEMM=amx asks and the CPU has AMX. They are not yet faster than
-/// oneDNN 2.6 on GPT-2's shapes (docs/benchmarks.md, "A GEMM of our own on
-/// AMX tiles").
+/// Whether bf16 GEMMs go to the runtime's own AMX kernels: where the CPU
+/// has AMX, unless SPMDC_GEMM names a library ("onednn" or "openblas").
 bool useAmx() {
   static const bool use = [] {
     const char *choice = std::getenv("SPMDC_GEMM");
-    return choice && std::strcmp(choice, "amx") == 0 &&
-           spmdc::rt::amxBf16Available();
+    return spmdc::rt::amxBf16Available() &&
+           (!choice || !*choice || std::strcmp(choice, "amx") == 0);
   }();
   return use;
 }
@@ -313,11 +312,12 @@ void spmd_matmul_bf16(int32_t trans_a, int32_t trans_b, int64_t a_rank,
   Operands o(2, trans_a, trans_b, a_rank, a_desc, b_rank, b_desc, c_rank,
              c_desc);
   TracedGemm traced{o.batches};
-  // oneDNN's bf16 matmul (AMX or AVX512_BF16: twice the f32 rate and
-  // more), unless SPMDC_GEMM=openblas asks for the widened SGEMM below, or
-  // SPMDC_GEMM=amx for the runtime's own AMX kernels. A large one runs on
-  // the rank's threads: oneDNN's as its own OpenMP team (it packs each
-  // operand once for all of them), the AMX kernels' on the rank's pool.
+  // The runtime's own AMX kernels where the CPU has AMX (AmxMatmul.h),
+  // else oneDNN's bf16 matmul (AVX512_BF16: twice the f32 rate and more);
+  // SPMDC_GEMM=onednn asks for oneDNN even with AMX, SPMDC_GEMM=openblas for
+  // the widened SGEMM below. A large one runs on the rank's threads: the
+  // AMX kernels on the rank's pool, oneDNN as its own OpenMP team (it packs
+  // each operand once for all of them).
   applyGemmThreads();
   const auto &batches = o.batches;
   double flops = 2.0 * batches.count() * batches.m * batches.n * batches.k;
