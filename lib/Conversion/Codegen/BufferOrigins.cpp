@@ -205,6 +205,12 @@ const DenseMap<Value, int> &BufferOrigins::operandRoots(func::CallOp call) {
   return operandRootCounts[call] = std::move(counts);
 }
 
+bool isElementwiseResult(linalg::GenericOp generic, OpOperand &init) {
+  return generic.getNumParallelLoops() == generic.getNumLoops() &&
+         !generic.payloadUsesValueFromOperand(&init) &&
+         generic.getMatchingIndexingMap(&init).isPermutation();
+}
+
 bool readsOnlyAt(linalg::GenericOp generic, Value v, AffineMap map) {
   return llvm::all_of(generic->getOpOperands(), [&](OpOperand &operand) {
     return operand.get() != v ||

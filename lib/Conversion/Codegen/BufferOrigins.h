@@ -55,6 +55,12 @@ private:
       operandRootCounts;
 };
 
+/// Whether `init` is an elementwise result of `generic`: every loop
+/// parallel, the init written at each point once (a permutation map) and
+/// never read. An input read only at the same map may then hold it.
+bool isElementwiseResult(mlir::linalg::GenericOp generic,
+                         mlir::OpOperand &init);
+
 /// Whether `generic` reads `v` only as inputs at `map`: each point of a
 /// result at `map` then reads the point of `v` it overwrites, before
 /// writing it.

@@ -33,16 +33,13 @@ struct OverwriteDeadInputsPass
   void runOnOperation() override {
     spmdc::BufferOrigins origins(getOperation());
     getOperation().walk([&](linalg::GenericOp generic) {
-      if (!generic.hasPureTensorSemantics() ||
-          generic.getNumParallelLoops() != generic.getNumLoops())
+      if (!generic.hasPureTensorSemantics())
         return;
       for (OpOperand &init : generic.getDpsInitsMutable()) {
         if (!init.get().getDefiningOp<tensor::EmptyOp>() ||
-            generic.payloadUsesValueFromOperand(&init))
+            !spmdc::isElementwiseResult(generic, init))
           continue;
         AffineMap map = generic.getMatchingIndexingMap(&init);
-        if (!map.isPermutation())
-          continue;
         for (OpOperand *input : generic.getDpsInputOperands()) {
           Value v = input->get();
           if (v.getType() == init.get().getType() &&

@@ -50,15 +50,14 @@ struct OverwriteDonatedBuffersPass
         continue;
       Block &entry = fn.getBody().front();
       for (auto generic : entry.getOps<linalg::GenericOp>()) {
-        if (!generic.hasPureBufferSemantics() ||
-            generic.getNumParallelLoops() != generic.getNumLoops())
+        if (!generic.hasPureBufferSemantics())
           continue;
         for (OpOperand &init : generic.getDpsInitsMutable()) {
           auto alloc = init.get().getDefiningOp<memref::AllocOp>();
-          AffineMap map = generic.getMatchingIndexingMap(&init);
-          if (!alloc || generic.payloadUsesValueFromOperand(&init) ||
-              !map.isPermutation() || !isFirstUsedBy(alloc, generic))
+          if (!alloc || !spmdc::isElementwiseResult(generic, init) ||
+              !isFirstUsedBy(alloc, generic))
             continue;
+          AffineMap map = generic.getMatchingIndexingMap(&init);
           for (OpOperand *input : generic.getDpsInputOperands()) {
             auto arg = dyn_cast<BlockArgument>(input->get());
             if (arg && arg.getOwner() == &entry &&
