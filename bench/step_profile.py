@@ -10,9 +10,9 @@ JIT-compiled functions): one of 1 step and one of 1 + K. Their difference
 is K steady steps (the JIT and the inputs, the same in both, cancel out).
 Each sample is charged by the function it fell in:
 
-  GEMM          oneDNN, OpenBLAS and spmd_matmul_* (the model's matmuls,
-                attention's included; oneDNN's JIT kernels, which perf
-                shows as [unknown])
+  GEMM          the runtime's AMX kernels, oneDNN, OpenBLAS and
+                spmd_matmul_* (the model's matmuls, attention's included;
+                oneDNN's JIT kernels, which perf shows as [unknown])
   attention     the loop nests of attention and its gradient, but for its
                 GEMMs (`*_nest<N>_attention_*`: scaling, masking, softmax)
   optimizer     the optimizer's update (`*_nest<N>_optimizer_*`)
@@ -75,7 +75,8 @@ def kind_of(symbol, dso):
     # other code made at run time is spmdc's, which SPMD_RUN_PERF names
     # (jitted-*.so), so [unknown] is oneDNN's kernels.
     if ("openblas" in dso or "dnnl" in dso or dso == "[unknown]"
-            or symbol.startswith(("spmd_matmul", "sgemm", "dgemm"))
+            or symbol.startswith(("spmd_matmul", "sgemm", "dgemm",
+                                  "spmdc::rt::amx::"))
             or (symbol.startswith("jit_") and "gemm" in symbol)):
         return "GEMM"
     if (symbol.startswith(("spmd_collective", "MPI_", "ompi_", "mca_", "opal_"))
@@ -102,7 +103,7 @@ def samples_by_kind(perf_data, tmp):
         check=True, capture_output=True, text=True).stdout
     counts, functions = collections.Counter(), collections.Counter()
     for line in report.splitlines():
-        m = re.match(r"\s*(\d+)\s+(\S+)\s+\[[.k]\]\s+(\S+)", line)
+        m = re.match(r"\s*(\d+)\s+(\S+)\s+\[[.k]\]\s+(.+?)\s*$", line)
         kind = m and kind_of(m.group(3), m.group(2))
         if kind:
             counts[kind] += int(m.group(1))

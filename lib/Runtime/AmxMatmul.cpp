@@ -39,6 +39,8 @@ namespace spmdc::rt {
 
 #ifdef SPMDC_AMX
 
+// Named, so that a profile tells the kernels' time (bench/step_profile.py).
+namespace amx {
 namespace {
 
 #define SPMDC_AMX_TARGET                                                       \
@@ -511,6 +513,9 @@ bool tilesPermitted() {
 }
 
 } // namespace
+} // namespace amx
+
+using namespace amx;
 
 bool amxBf16Available() {
   static const bool available = tilesPermitted();
