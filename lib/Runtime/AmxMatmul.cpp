@@ -173,20 +173,27 @@ SPMDC_AMX_TARGET void packRows(const Matrix &a, int64_t kPadded,
 SPMDC_AMX_TARGET void packColumns(const Matrix &b, int64_t kPadded,
                                   uint16_t *out) {
   int64_t tiles = roundUp(b.cols, kBlock) / 16, pairs = kPadded / 2;
+  // Row-major: two rows at a time, across all the tiles 16 columns wide, so
+  // that each line of B is read once: (k, c) at 2c, (k + 1, c) at 2c + 1.
+  int64_t wholeTiles = b.colStride == 1 ? b.cols / 16 : 0;
+  for (int64_t p = 0; 2 * p + 1 < b.rows && wholeTiles; ++p) {
+    const uint16_t *even = b.data + 2 * p * b.rowStride;
+    const uint16_t *odd = even + b.rowStride;
+    for (int64_t t = 0; t < wholeTiles; ++t)
+      _mm512_storeu_si512(
+          out + (t * pairs + p) * 32,
+          interleavePairs(_mm256_loadu_si256(
+                              reinterpret_cast<const __m256i *>(even + 16 * t)),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
+                              odd + 16 * t))));
+  }
   for (int64_t t = 0; t < tiles; ++t) {
     uint16_t *tile = out + t * pairs * 32;
     int64_t first = 16 * t;
     int64_t width = std::clamp<int64_t>(b.cols - first, 0, 16);
     int64_t p = 0;
-    if (b.colStride == 1 && width == 16) {
-      for (; 2 * p + 1 < b.rows; ++p)
-        _mm512_storeu_si512(
-            tile + p * 32,
-            interleavePairs(
-                _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
-                    b.data + 2 * p * b.rowStride + first)),
-                _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
-                    b.data + (2 * p + 1) * b.rowStride + first))));
+    if (t < wholeTiles) {
+      p = b.rows / 2;
     } else if (b.rowStride == 1) {
       // Stored transposed: a pair (2p, 2p + 1) of a column is one 32-bit
       // word of its stored row; 16 words of 16 columns, transposed, are 16
