@@ -243,19 +243,20 @@ void buildLoweringPipeline(OpPassManager &pm, const LoweringOptions &options) {
     addToKernelLoops(pm, /*onHost=*/true);
     addHostToLLVM(pm);
   } else {
-    // Loops in 8-wide SIMD where the innermost loop reads and writes
-    // contiguously (MLIR's affine super-vectorizer; its strided transfers
-    // mis-lowered here), then one function per loop nest. Without the
-    // ownership flags threaded through scatter loops, those loops are nests
-    // of their own, and the glue between nests has none.
+    // One function per loop nest (each linalg op, each loop), equal nests
+    // shared, then their loops in 8-wide SIMD where the innermost loop reads
+    // and writes contiguously (MLIR's affine super-vectorizer; its strided
+    // transfers mis-lowered here). Without the ownership flags threaded
+    // through scatter loops, those loops are nests of their own, and the
+    // glue between nests has none.
     addDeallocations(pm, /*onHost=*/true);
+    pm.addPass(createOutlineLoopNests());
     OpPassManager &perFunction = pm.nest<func::FuncOp>();
     perFunction.addPass(createConvertLinalgToAffineLoopsPass());
     VectorizeAffineLoopsOptions vectorize;
     vectorize.vectorSize = 8;
     perFunction.addPass(createVectorizeAffineLoops(vectorize));
     perFunction.addPass(createCanonicalizerPass());
-    pm.addPass(createOutlineLoopNests());
     if (options.parallelNests) {
       ParallelizeLoopNestsOptions parallelize;
       parallelize.minWork = options.parallelNestsMinWork;

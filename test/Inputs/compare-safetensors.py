@@ -2,7 +2,8 @@
 """Compares the tensors of two safetensors files element by element.
 
     compare-safetensors.py ACTUAL EXPECTED --rtol R [--atol A] [--prefix P]
-                           [--exclude X]...
+                           [--exclude X]... [--grads G [--grads-prefix GP]
+                           [--grad-floor F]]
 
 Every tensor of EXPECTED (only those whose key starts with P, if given, and
 none whose key starts with an X) must
@@ -11,8 +12,9 @@ be in ACTUAL with the same shape, and every element must satisfy
     |actual - expected| <= atol + rtol * |expected|
 
 (numpy.isclose's rule; NaN matches only NaN). With --grads G --grad-floor F,
-an element of a tensor that G also holds is compared only where its
-gradient in G exceeds F times that gradient's largest magnitude: AdamW
+an element of a tensor that G also holds (as GP + its key: 'grad/' for
+spmd-run's --save-outputs) is compared only where its gradient in G
+exceeds F times that gradient's largest magnitude: AdamW
 turns a gradient that is zero in exact arithmetic (a key bias's) into an
 lr-sized step of random sign, which no two implementations share. ACTUAL may hold more tensors
 than EXPECTED. Prints one line per tensor compared,
@@ -125,6 +127,8 @@ def main(argv=None):
                     help="skip the expected keys with this prefix "
                          "(repeatable)")
     ap.add_argument("--grads", help="reference gradients (see above)")
+    ap.add_argument("--grads-prefix", default="",
+                    help="G's key for expected key K is this prefix + K")
     ap.add_argument("--grad-floor", type=float, default=1e-6)
     args = ap.parse_args(argv)
     try:
@@ -155,8 +159,9 @@ def main(argv=None):
             print(f"FAIL {key}: shape {got_shape}, expected {shape}")
             failures += 1
             continue
-        if key in grads:
-            g = grads[key][2]
+        masked = args.grads_prefix + key in grads
+        if masked:
+            g = grads[args.grads_prefix + key][2]
             floor = args.grad_floor * max((abs(v) for v in g), default=0.0)
             kept = [i for i, v in enumerate(g) if abs(v) > floor]
             got = [got[i] for i in kept]
@@ -167,7 +172,7 @@ def main(argv=None):
         line = (f"{'ok  ' if ok else 'FAIL'} {key} {shape} max_abs "
                 f"{max_abs:.3g} max_rel {max_rel:.3g} worst {worst:.3g}")
         if not ok and index is not None:
-            at = kept[index] if key in grads else index
+            at = kept[index] if masked else index
             line += (f" at {unravel(at, shape)}: got {got[index]!r}, "
                      f"expected {want[index]!r}")
         print(line)

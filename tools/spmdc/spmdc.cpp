@@ -362,8 +362,14 @@ int main(int argc, char **argv) {
   spmdc::PipelineOptions graphStages = pipeline;
   if (lowers)
     graphStages.emit = spmdc::Stage::Shard;
+  // The pass managers live until the timing report is printed: its timers
+  // are keyed by the passes' addresses, and a pass freed before a later
+  // group's was allocated at its address had the later pass's time shown
+  // under its own name (FuseElementwise's as TgDecompose's).
+  std::vector<std::unique_ptr<PassManager>> passManagers;
   auto runPasses = [&](auto build) -> int {
-    PassManager pm(&context);
+    PassManager &pm =
+        *passManagers.emplace_back(std::make_unique<PassManager>(&context));
     pm.enableTiming(rootTiming);
     // Verifying after each of the lowering's ~40 passes was a sixth of
     // GPT-2 small's compile; the IR is verified once after each group.

@@ -480,11 +480,14 @@ def OutlineLoopNests : Pass<"outline-loop-nests", "::mlir::ModuleOp"> {
     size (SCF-to-CF splits a block per loop; LLVM's instruction scheduler
     works on huge blocks): GPT-2 small spent 3 of its 10 compile seconds in
     SCF-to-CF. Each top-level `affine.for`, `scf.for` or `scf.parallel`
-    without results becomes a private function `@<function>_nest<N>_<kind>`
+    without results, and each linalg op on buffers with at least one loop
+    (outlined before linalg is lowered, so the lowering sees each distinct
+    nest once), becomes a private function `@<function>_nest<N>_<kind>`
     taking the values it uses from outside (constants are cloned in, so
     bounds stay static) and a call in its place. The kind, for profiles, is
-    `reduce` where the nest accumulates (a store leaves out a loop it is in,
-    or a loop carries values), else `map`, after `attention_` or
+    `reduce` where the nest accumulates (a linalg op with a reduction loop,
+    a store that leaves out a loop it is in, or a loop that carries values),
+    else `map`, after `attention_` or
     `optimizer_` where a location in the nest names that work (a `NameLoc`
     from the attention decomposition or the optimizer pass). A nest equal to
     one of the same kind outlined before (the same loops on the same types,

@@ -6,6 +6,7 @@
 
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
@@ -217,6 +218,23 @@ bool readsOnlyAt(linalg::GenericOp generic, Value v, AffineMap map) {
            (generic.isDpsInput(&operand) &&
             generic.getMatchingIndexingMap(&operand) == map);
   });
+}
+
+Value allocatedBuffer(Value memref) {
+  while (Operation *def = memref.getDefiningOp()) {
+    if (isa<memref::AllocOp, memref::AllocaOp>(def))
+      return memref;
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return nullptr;
+    memref = view.getViewSource();
+  }
+  auto argument = cast<BlockArgument>(memref);
+  auto function = dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp());
+  if (function && argument.getOwner()->isEntryBlock() &&
+      function.getArgAttr(argument.getArgNumber(), kNoAliasAttrName))
+    return memref;
+  return nullptr;
 }
 
 } // namespace spmdc

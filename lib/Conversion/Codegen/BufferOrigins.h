@@ -67,6 +67,17 @@ bool isElementwiseResult(mlir::linalg::GenericOp generic,
 bool readsOnlyAt(mlir::linalg::GenericOp generic, mlir::Value v,
                  mlir::AffineMap map);
 
+/// The argument attribute (LLVM::LLVMDialect::getNoAliasAttrName()) saying
+/// no other argument of the call shares the argument's memory; the
+/// conversion to LLVM makes it LLVM's `noalias`.
+constexpr llvm::StringLiteral kNoAliasAttrName = "llvm.noalias";
+
+/// The buffer `memref` is a view of: the result of the memref.alloc or
+/// memref.alloca it comes from, or a function argument marked `llvm.noalias`
+/// (no other argument shares its memory: --outline-loop-nests marks those
+/// it knows apart). Null otherwise: another argument may alias it.
+mlir::Value allocatedBuffer(mlir::Value memref);
+
 } // namespace spmdc
 
 #endif // SPMDC_LIB_CONVERSION_CODEGEN_BUFFERORIGINS_H

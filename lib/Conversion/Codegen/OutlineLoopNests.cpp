@@ -5,11 +5,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferOrigins.h"
 #include "spmdc/Conversion/Passes.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -24,9 +26,17 @@ using namespace mlir;
 
 namespace {
 
+/// A loop nest, or a linalg op on buffers that will become one: outlined
+/// before linalg is lowered, GPT-2 small's 12 layers share their functions
+/// and the lowering to loops, vectorization and canonicalization see each
+/// distinct nest once rather than once a layer. A linalg op without loops
+/// (on rank-0 buffers) is a few scalar ops and stays in place.
 bool isLoopNest(Operation &op) {
-  return op.getNumResults() == 0 &&
-         isa<affine::AffineForOp, scf::ForOp, scf::ParallelOp>(op);
+  if (op.getNumResults() != 0)
+    return false;
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return linalgOp.hasPureBufferSemantics() && linalgOp.getNumLoops() > 0;
+  return isa<affine::AffineForOp, scf::ForOp, scf::ParallelOp>(op);
 }
 
 /// The functions outlined so far, by a hash of their kind and body: a nest
@@ -46,13 +56,14 @@ constexpr llvm::StringLiteral kPlaceholder = "__outlined_nest";
 
 size_t hashOf(StringRef kind, func::FuncOp function) {
   llvm::hash_code hash =
-      llvm::hash_combine(kind, function.getFunctionType().getAsOpaquePointer());
+      llvm::hash_combine(kind, function.getFunctionType().getAsOpaquePointer(),
+                         function.getArgAttrsAttr().getAsOpaquePointer());
   function.getBody().walk([&](Operation *op) {
-    hash = llvm::hash_combine(
-        hash, OperationEquivalence::computeHash(
-                  op, OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::IgnoreLocations));
+    hash =
+        llvm::hash_combine(hash, OperationEquivalence::computeHash(
+                                     op, OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::IgnoreLocations));
   });
   return hash;
 }
@@ -63,6 +74,7 @@ func::FuncOp findEqual(StringRef kind, func::FuncOp function,
   for (Outlined known : candidates)
     if (known.kind == kind &&
         known.function.getFunctionType() == function.getFunctionType() &&
+        known.function.getArgAttrsAttr() == function.getArgAttrsAttr() &&
         known.function->getDiscardableAttrDictionary() ==
             function->getDiscardableAttrDictionary() &&
         OperationEquivalence::isRegionEquivalentTo(
@@ -90,10 +102,13 @@ std::optional<StringRef> workOf(Operation *nest) {
   return work;
 }
 
-/// "reduce" when some store in `nest` leaves out a loop it is inside (it
-/// accumulates over that loop) or a loop carries values, else "map": the
-/// kind bench/step_profile.py charges the nest's time to.
+/// "reduce" when a linalg op has a reduction loop, or some store in `nest`
+/// leaves out a loop it is inside (it accumulates over that loop) or a loop
+/// carries values, else "map": the kind bench/step_profile.py charges the
+/// nest's time to.
 StringRef kindOf(Operation *nest) {
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(nest))
+    return linalgOp.getNumReductionLoops() > 0 ? "reduce" : "map";
   bool reduces = false;
   nest->walk([&](Operation *op) {
     if (isa<scf::ForOp, affine::AffineForOp>(op) && op->getNumResults() > 0)
@@ -114,6 +129,23 @@ StringRef kindOf(Operation *nest) {
         reduces = true;
   });
   return reduces ? "reduce" : "map";
+}
+
+/// Marks `llvm.noalias` each memref argument of `function` whose buffer
+/// (of `arguments`, at the call) is an allocation no other argument views:
+/// the nest's loops may then keep a sum over it in a register
+/// (--vectorize-affine-loops), which the buffer's allocation showed while
+/// the nest was inline, and LLVM knows its stores touch nothing else.
+void markDisjointBuffers(func::FuncOp function, ArrayRef<Value> arguments) {
+  SmallVector<Value> buffers;
+  for (Value argument : arguments)
+    buffers.push_back(isa<MemRefType>(argument.getType())
+                          ? spmdc::allocatedBuffer(argument)
+                          : Value());
+  UnitAttr unit = UnitAttr::get(function.getContext());
+  for (auto [index, buffer] : llvm::enumerate(buffers))
+    if (buffer && llvm::count(buffers, buffer) == 1)
+      function.setArgAttr(index, spmdc::kNoAliasAttrName, unit);
 }
 
 /// Replaces `nest` with a call of a private function holding it: one of
@@ -150,6 +182,7 @@ void outline(Operation *nest, StringRef name, StringRef kind,
         return !memref || LLVMTypeConverter::canConvertToBarePtr(memref);
       }))
     function->setAttr("llvm.bareptr", UnitAttr::get(function.getContext()));
+  markDisjointBuffers(function, arguments);
   Block *entry = function.addEntryBlock();
   b.setInsertionPointToStart(entry);
   IRMapping mapping;

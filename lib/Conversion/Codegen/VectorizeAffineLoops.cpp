@@ -5,7 +5,7 @@
 //
 // - Reductions: linalg's loops accumulate in memory (`C[i] = C[i] + A[i,
 //   k]` in the loop over k), which the vectorizer does not recognise. An
-//   innermost loop whose only access to an allocation is one load and one
+//   innermost loop whose only access to an allocated buffer is one load and one
 //   store at indices that do not depend on it carries the value in a
 //   register instead (load before, iter_args, store after), and then
 //   vectorizes as a reduction: 8 partial sums, added at the end.
@@ -21,11 +21,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferOrigins.h"
 #include "spmdc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Affine/Analysis/AffineAnalysis.h"
-#include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Affine/Analysis/LoopAnalysis.h"
+#include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -56,31 +57,18 @@ bool accessesIdentityLayoutsOnly(affine::AffineForOp loop) {
   return !walk.wasInterrupted();
 }
 
-/// The allocation `memref` is a view of, or null if it is not one (a
-/// function argument may alias another).
-Operation *allocationOf(Value memref) {
-  while (Operation *def = memref.getDefiningOp()) {
-    if (isa<memref::AllocOp, memref::AllocaOp>(def))
-      return def;
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      return nullptr;
-    memref = view.getViewSource();
-  }
-  return nullptr;
-}
-
 /// In an innermost `loop` with no results: the one load and one store of an
-/// allocation that nothing else in the loop reads or writes, at the same
-/// loop-invariant indices, the store's value computed from the load's (a
-/// reduction through memory); null if there is none.
+/// allocated buffer (spmdc::allocatedBuffer) that nothing else in the loop
+/// reads or writes, at the same loop-invariant indices, the store's value
+/// computed from the load's (a reduction through memory); null if there is
+/// none.
 std::pair<affine::AffineLoadOp, affine::AffineStoreOp>
 memoryCarriedReduction(affine::AffineForOp loop) {
   if (loop.getNumResults() != 0 ||
       !loop.getBody()->getOps<affine::AffineForOp>().empty())
     return {};
-  // Per allocation, the accesses to it in the loop.
-  llvm::MapVector<Operation *, SmallVector<Operation *>> accesses;
+  // Per allocated buffer, the accesses to it in the loop.
+  llvm::MapVector<Value, SmallVector<Operation *>> accesses;
   bool unknownEffects = false;
   for (Operation &op : loop.getBody()->without_terminator()) {
     Value memref;
@@ -92,12 +80,12 @@ memoryCarriedReduction(affine::AffineForOp loop) {
       unknownEffects = true;
     if (!memref)
       continue;
-    accesses[allocationOf(memref)].push_back(&op);
+    accesses[spmdc::allocatedBuffer(memref)].push_back(&op);
   }
   if (unknownEffects)
     return {};
-  for (auto &[allocation, ops] : accesses) {
-    if (!allocation || ops.size() != 2)
+  for (auto &[buffer, ops] : accesses) {
+    if (!buffer || ops.size() != 2)
       continue;
     auto load = dyn_cast<affine::AffineLoadOp>(ops[0]);
     auto store = dyn_cast<affine::AffineStoreOp>(ops[1]);
@@ -120,16 +108,15 @@ memoryCarriedReduction(affine::AffineForOp loop) {
 void carryInRegister(affine::AffineForOp loop, affine::AffineLoadOp load,
                      affine::AffineStoreOp store) {
   OpBuilder b(loop);
-  auto initial = affine::AffineLoadOp::create(
-      b, load.getLoc(), load.getMemRef(), load.getAffineMap(),
-      load.getMapOperands());
+  auto initial =
+      affine::AffineLoadOp::create(b, load.getLoc(), load.getMemRef(),
+                                   load.getAffineMap(), load.getMapOperands());
   IRRewriter rewriter(loop.getContext());
-  FailureOr<LoopLikeOpInterface> carried =
-      loop.replaceWithAdditionalYields(
-          rewriter, initial.getResult(), /*replaceInitOperandUsesInLoop=*/false,
-          [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
-            return SmallVector<Value>{store.getValue()};
-          });
+  FailureOr<LoopLikeOpInterface> carried = loop.replaceWithAdditionalYields(
+      rewriter, initial.getResult(), /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
+        return SmallVector<Value>{store.getValue()};
+      });
   auto newLoop = cast<affine::AffineForOp>(carried->getOperation());
   Value accumulator = newLoop.getRegionIterArgs().back();
   load.getResult().replaceAllUsesWith(accumulator);
@@ -270,8 +257,9 @@ struct VectorizeAffineLoopsPass
                                  reductionLoops);
     getOperation().walk([](VectorTransferOpInterface transfer) {
       if (wholeVectorsOnly(transfer))
-        transfer->setAttr(transfer.getInBoundsAttrName(),
-                          Builder(transfer->getContext()).getBoolArrayAttr({true}));
+        transfer->setAttr(
+            transfer.getInBoundsAttrName(),
+            Builder(transfer->getContext()).getBoolArrayAttr({true}));
     });
   }
 };

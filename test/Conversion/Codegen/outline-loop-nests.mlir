@@ -2,6 +2,8 @@
 // RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s --check-prefix=SHARED
 // RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s --check-prefix=REDUCE
 // RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s --check-prefix=WORK
+// RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s --check-prefix=LINALG
+// RUN: spmdc-opt %s --outline-loop-nests | FileCheck %s --check-prefix=NOALIAS
 
 // Each top-level loop nest moves into a function of its own; the values it
 // uses from outside become arguments, constants are cloned in.
@@ -101,6 +103,76 @@ func.func @named_work(%a: memref<8xf32>, %b: memref<8xf32>, %s: memref<f32>) {
     %x = affine.load %b[%i] : memref<8xf32>
     %y = arith.negf %x : f32 loc("other"("model.py":9:1))
     affine.store %y, %a[%i] : memref<8xf32>
+  }
+  return
+}
+
+// Linalg ops on buffers are outlined before they are lowered, so equal ops
+// (each layer's) are lowered once; a reduction says "reduce"; an op on
+// rank-0 buffers has no loop and stays.
+// LINALG-LABEL: func.func @linalg_layers
+// LINALG:         call @linalg_layers_nest0_map(%arg0, %arg1)
+// LINALG-NEXT:    call @linalg_layers_nest0_map(%arg1, %arg2)
+// LINALG-NEXT:    call @linalg_layers_nest2_reduce(%arg2, %arg3)
+// LINALG-NEXT:    linalg.generic
+// LINALG:         return
+// LINALG:       func.func private @linalg_layers_nest0_map(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<4x8xf32>) attributes {llvm.bareptr}
+// LINALG-NEXT:    linalg.generic
+// LINALG:       func.func private @linalg_layers_nest2_reduce(
+// LINALG-NOT:   func.func private @linalg_layers_nest1
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#scalar = affine_map<() -> ()>
+func.func @linalg_layers(%a: memref<4x8xf32>, %b: memref<4x8xf32>,
+                         %c: memref<4x8xf32>, %s: memref<4xf32>,
+                         %x: memref<f32>) {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<4x8xf32>) outs(%b : memref<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %y = arith.addf %in, %in : f32
+    linalg.yield %y : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b : memref<4x8xf32>) outs(%c : memref<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %y = arith.addf %in, %in : f32
+    linalg.yield %y : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%c : memref<4x8xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %y = arith.addf %in, %out : f32
+    linalg.yield %y : f32
+  }
+  linalg.generic {indexing_maps = [#scalar], iterator_types = []}
+      outs(%x : memref<f32>) {
+  ^bb0(%out: f32):
+    %y = arith.addf %out, %out : f32
+    linalg.yield %y : f32
+  }
+  return
+}
+
+// A memref argument whose buffer at the call is an allocation no other
+// argument views is llvm.noalias; two views of one allocation are not, nor
+// is the caller's own argument.
+// NOALIAS-LABEL: func.func @aliasing
+// NOALIAS:         call @aliasing_nest0_map(%arg0, %[[A:.*]])
+// NOALIAS:         call @aliasing_nest1_map(%[[V0:.*]], %[[V1:.*]])
+// NOALIAS:       func.func private @aliasing_nest0_map(%{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32> {llvm.noalias})
+// NOALIAS:       func.func private @aliasing_nest1_map(%{{.*}}: memref<8xf32, strided<[1]>>, %{{.*}}: memref<8xf32, strided<[1], offset: 8>>)
+func.func @aliasing(%in: memref<8xf32>) {
+  %a = memref.alloc() : memref<8xf32>
+  affine.for %i = 0 to 8 {
+    %x = affine.load %in[%i] : memref<8xf32>
+    affine.store %x, %a[%i] : memref<8xf32>
+  }
+  %b = memref.alloc() : memref<16xf32>
+  %lo = memref.subview %b[0] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1]>>
+  %hi = memref.subview %b[8] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1], offset: 8>>
+  affine.for %i = 0 to 8 {
+    %x = affine.load %lo[%i] : memref<8xf32, strided<[1]>>
+    affine.store %x, %hi[%i] : memref<8xf32, strided<[1], offset: 8>>
   }
   return
 }

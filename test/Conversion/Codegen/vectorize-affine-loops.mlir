@@ -139,6 +139,27 @@ func.func @read_twice(%a: memref<4x64xf32>) -> memref<4xf32> {
 
 // -----
 
+// An argument marked llvm.noalias (--outline-loop-nests marks the buffers it
+// knows apart) is a buffer of its own: its sum is carried.
+
+// CHECK-LABEL: func.func @noalias_sum
+// CHECK: iter_args
+// CHECK: vector.reduction <add>
+func.func @noalias_sum(%a: memref<4x64xf32>,
+                       %c: memref<4xf32> {llvm.noalias}) {
+  affine.for %i = 0 to 4 {
+    affine.for %k = 0 to 64 {
+      %x = affine.load %a[%i, %k] : memref<4x64xf32>
+      %acc = affine.load %c[%i] : memref<4xf32>
+      %s = arith.addf %acc, %x : f32
+      affine.store %s, %c[%i] : memref<4xf32>
+    }
+  }
+  return
+}
+
+// -----
+
 // A loop shorter than a vector stays scalar.
 
 // CHECK-LABEL: func.func @short
