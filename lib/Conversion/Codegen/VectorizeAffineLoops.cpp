@@ -5,8 +5,8 @@
 //
 // - Reductions: linalg's loops accumulate in memory (`C[i] = C[i] + A[i,
 //   k]` in the loop over k), which the vectorizer does not recognise. An
-//   innermost loop whose only access to an allocated buffer is one load and one
-//   store at indices that do not depend on it carries the value in a
+//   innermost loop whose only access to an allocated buffer is one load and
+//   one store at indices that do not depend on it carries the value in a
 //   register instead (load before, iter_args, store after), and then
 //   vectorizes as a reduction: 8 partial sums, added at the end.
 // - The vectorizer handles only identity layouts, and reports every
