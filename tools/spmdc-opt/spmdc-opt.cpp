@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "spmdc/Conversion/CallOpBufferization.h"
 #include "spmdc/InitAll.h"
 
 #include "mlir/InitAllDialects.h"
@@ -15,6 +16,9 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
+  // An op keeps the interface model attached first: the project's
+  // replacement for MLIR's func.call bufferization model goes before MLIR's.
+  spmdc::registerCallOpBufferization(registry);
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   // The CUDA path serialises kernels through LLVM IR (gpu-module-to-binary).

@@ -11,6 +11,7 @@
 #include "spmdc/Import/Import.h"
 #include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
+#include "spmdc/Conversion/CallOpBufferization.h"
 #include "spmdc/InitAll.h"
 #include "spmdc/Module/ModuleFile.h"
 #include "spmdc/Module/ModuleSignature.h"
@@ -253,6 +254,9 @@ int main(int argc, char **argv) {
   TimingScope contextTiming = rootTiming.nest("Context");
   // MLIR's own dialects and passes: the lowering stages run them.
   DialectRegistry registry;
+  // An op keeps the interface model attached first: the project's
+  // replacement for MLIR's func.call bufferization model goes before MLIR's.
+  spmdc::registerCallOpBufferization(registry);
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   // The CUDA path serialises kernels through LLVM IR (gpu-module-to-binary).
