@@ -88,7 +88,8 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createConvertDistToRuntime());
   pm.addPass(createConvertTgMatmulToBlas());
   pm.addPass(createConvertTgToLinalg());
-  pm.addPass(createFuseElementwise());
+  // One function at a time, the step's functions in parallel.
+  pm.addNestedPass<func::FuncOp>(createFuseElementwise());
   pm.addPass(createSplatConstantsToFills());
   pm.addPass(createOverwriteDeadInputs());
   bufferization::OneShotBufferizePassOptions bufferize;

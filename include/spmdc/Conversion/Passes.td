@@ -406,7 +406,7 @@ def SplatConstantsToFills
                            "::mlir::tensor::TensorDialect"];
 }
 
-def FuseElementwise : Pass<"fuse-elementwise", "::mlir::ModuleOp"> {
+def FuseElementwise : Pass<"fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "MLIR's elementwise fusion without recomputing costly broadcasts, and of producers other ops read too";
   let description = [{
     `--linalg-fuse-elementwise-ops`'s patterns (a producer with one use is

@@ -191,8 +191,8 @@ llvm::SetVector<Operation *> fuseSharedProducers(Operation *root) {
 
 struct FuseElementwisePass
     : spmdc::impl::FuseElementwiseBase<FuseElementwisePass> {
-  void runOnOperation() override {
-    MLIRContext *context = &getContext();
+  /// The patterns, made once for every function the pass runs on.
+  LogicalResult initialize(MLIRContext *context) override {
     RewritePatternSet patterns(context);
     linalg::populateElementwiseOpsFusionPatterns(patterns, worthFusing);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, worthFusing);
@@ -203,7 +203,11 @@ struct FuseElementwisePass
     context->getLoadedDialect<linalg::LinalgDialect>()
         ->getCanonicalizationPatterns(patterns);
     linalg::populateConstantFoldLinalgOperations(patterns, worthFusing);
-    FrozenRewritePatternSet frozen(std::move(patterns));
+    frozen = FrozenRewritePatternSet(std::move(patterns));
+    return success();
+  }
+
+  void runOnOperation() override {
     GreedyRewriteConfig config;
     config.setUseTopDownTraversal(true);
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
@@ -222,6 +226,9 @@ struct FuseElementwisePass
     config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
     (void)applyOpPatternsGreedily(again.takeVector(), frozen, config);
   }
+
+private:
+  FrozenRewritePatternSet frozen;
 };
 
 } // namespace
