@@ -29,6 +29,49 @@ using namespace mlir;
 
 namespace {
 
+using SymbolUsers = llvm::StringMap<SmallVector<Operation *>>;
+
+/// The ops that name each symbol of `module`, in one walk: what
+/// SymbolTable::getSymbolUses finds, without first making each op's
+/// properties into an attribute dictionary (uniqued in the context, a
+/// tenth of a second on GPT-2 small's ~100,000 ops). Types are not looked
+/// into: they name no symbols. Nothing when an unregistered op with regions
+/// may hide a symbol table.
+std::optional<SymbolUsers> symbolUsers(ModuleOp module) {
+  SymbolUsers users;
+  auto note = [&](Operation *user, Attribute attr) {
+    if (auto ref = dyn_cast<SymbolRefAttr>(attr)) {
+      users[ref.getRootReference()].push_back(user);
+      return;
+    }
+    // Attributes that hold no others need no walk.
+    if (isa<IntegerAttr, FloatAttr, StringAttr, TypeAttr, UnitAttr,
+            DenseArrayAttr, DenseElementsAttr>(attr))
+      return;
+    attr.walk<WalkOrder::PreOrder>(
+        [&](SymbolRefAttr ref) {
+          users[ref.getRootReference()].push_back(user);
+        },
+        [](Type) { return WalkResult::skip(); });
+  };
+  WalkResult walked = module.getBody()->walk([&](Operation *op) {
+    std::optional<RegisteredOperationName> name = op->getRegisteredInfo();
+    if (!name && op->getNumRegions())
+      return WalkResult::interrupt();
+    if (name)
+      for (StringAttr attrName : name->getAttributeNames())
+        if (std::optional<Attribute> attr = op->getInherentAttr(attrName))
+          if (*attr)
+            note(op, *attr);
+    for (NamedAttribute attr : op->getDiscardableAttrs())
+      note(op, attr.getValue());
+    return WalkResult::advance();
+  });
+  if (walked.wasInterrupted())
+    return std::nullopt;
+  return users;
+}
+
 /// Scalars a value of `type` is made of.
 int64_t scalarCount(Type type) {
   if (auto structType = dyn_cast<LLVM::LLVMStructType>(type)) {
@@ -330,19 +373,16 @@ struct WideInterfacesThroughMemoryPass
     // Every symbol use in the module, in one walk: asking for each wide
     // function's uses walked the module once a function (a tenth of GPT-2
     // small's compile with its hundreds of nests).
-    auto uses = SymbolTable::getSymbolUses(&module.getBodyRegion());
-    if (!uses)
+    std::optional<SymbolUsers> usersOf = symbolUsers(module);
+    if (!usersOf)
       return; // an op that may hide uses: leave the interfaces as they are
-    llvm::StringMap<SmallVector<Operation *>> usersOf;
-    for (const SymbolTable::SymbolUse &use : *uses)
-      usersOf[use.getSymbolRef().getRootReference()].push_back(use.getUser());
     for (LLVM::LLVMFuncOp function : wide) {
       LLVM::LLVMFunctionType type = function.getFunctionType();
       // Direct calls inside the module; anything else that names the
       // function (its address taken) leaves it as it is.
       SmallVector<LLVM::CallOp> calls;
       bool onlyCalls = true;
-      for (Operation *user : usersOf.lookup(function.getSymName())) {
+      for (Operation *user : usersOf->lookup(function.getSymName())) {
         auto call = dyn_cast<LLVM::CallOp>(user);
         if (call && call.getCallee() == function.getSymName())
           calls.push_back(call);
