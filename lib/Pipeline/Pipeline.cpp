@@ -87,9 +87,10 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
     pm.addPass(dist::createDistAsyncCollectives({options.prefetchDepth}));
   pm.addPass(createConvertDistToRuntime());
   pm.addPass(createConvertTgMatmulToBlas());
-  pm.addPass(createConvertTgToLinalg());
   // One function at a time, the step's functions in parallel.
-  pm.addNestedPass<func::FuncOp>(createFuseElementwise());
+  OpPassManager &perFunction = pm.nest<func::FuncOp>();
+  perFunction.addPass(createConvertTgToLinalg());
+  perFunction.addPass(createFuseElementwise());
   pm.addPass(createSplatConstantsToFills());
   pm.addPass(createOverwriteDeadInputs());
   bufferization::OneShotBufferizePassOptions bufferize;

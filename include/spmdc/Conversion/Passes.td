@@ -5,7 +5,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def ConvertTgToLinalg : Pass<"convert-tg-to-linalg", "::mlir::ModuleOp"> {
+def ConvertTgToLinalg : Pass<"convert-tg-to-linalg", "::mlir::func::FuncOp"> {
   let summary = "Lower primitive tg ops to linalg, tensor, arith and math on tensors";
   let description = [{
     The first step of the CPU lowering: every primitive tg op becomes ops of
