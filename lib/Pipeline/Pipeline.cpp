@@ -171,6 +171,9 @@ static void addHostToLLVM(OpPassManager &pm) {
   OpPassManager &perFunctionLLVM = pm.nest<func::FuncOp>();
   perFunctionLLVM.addPass(createConvertVectorToLLVMPass());
   perFunctionLLVM.addPass(createConvertMathToLLVMPass());
+  // Arithmetic too, leaving the module-wide conversion the functions,
+  // calls and branches.
+  perFunctionLLVM.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCallParallelNests());
