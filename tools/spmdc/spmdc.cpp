@@ -8,10 +8,10 @@
 
 #include "DriverOptions.h"
 
-#include "spmdc/Import/Import.h"
+#include "spmdc/Conversion/CallOpBufferization.h"
 #include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
-#include "spmdc/Conversion/CallOpBufferization.h"
+#include "spmdc/Import/Import.h"
 #include "spmdc/InitAll.h"
 #include "spmdc/Module/ModuleFile.h"
 #include "spmdc/Module/ModuleSignature.h"

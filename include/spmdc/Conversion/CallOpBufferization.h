@@ -1,4 +1,5 @@
-//===- CallOpBufferization.h - func.call's analysis in linear time -*- C++ -*-===//
+//===- CallOpBufferization.h - func.call's analysis in linear time -*- C++
+//-*-===//
 //
 // A BufferizableOpInterface model for func.call that replaces MLIR's own
 // (same answers, without copying the callee's summary per question).

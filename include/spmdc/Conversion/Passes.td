@@ -18,7 +18,8 @@ def ConvertTgToLinalg : Pass<"convert-tg-to-linalg", "::mlir::func::FuncOp"> {
     outputs are not affine in their loops, are `scf.for` nests inserting
     into a zero tensor; rand_uniform computes the interpreter's counter
     generator in integer arithmetic. Composites must have been decomposed.
-    Not lowered yet: the dist collectives (the pass fails on them).
+    Not lowered yet: the dist collectives (the pass fails on them). Runs on
+    each function, so the step's functions convert in parallel.
 
     Before:
     ```mlir
@@ -417,6 +418,8 @@ def FuseElementwise : Pass<"fuse-elementwise", "::mlir::func::FuncOp"> {
     element. AdamW's bias corrections (`1 - beta^step`, one `pow` per
     parameter tensor) stayed inside the per-element update loop otherwise:
     a `pow` per parameter element, a twentieth of gpt2 medium's step.
+    Runs on each function (the step's functions fuse in parallel), with
+    its patterns made once.
 
     Kept apart (the producer is rank 0, the consumer 1024 elements):
     ```mlir

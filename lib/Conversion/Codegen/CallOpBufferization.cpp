@@ -104,8 +104,8 @@ struct CallOpModel
     func::FuncOp callee;
     const FuncAnalysisState *analysis =
         analyzedCallee(cast<func::CallOp>(op), state, callee);
-    return !analysis || contains(analysis->readBbArgs, callee,
-                                 operand.getOperandNumber());
+    return !analysis ||
+           contains(analysis->readBbArgs, callee, operand.getOperandNumber());
   }
 
   bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
@@ -137,8 +137,9 @@ struct CallOpModel
 
   /// The interface's default asks getAliasingValues of every operand; this
   /// reads the same summary once per operand, in operand order.
-  AliasingOpOperandList getAliasingOpOperands(Operation *op, Value value,
-                                              const AnalysisState &state) const {
+  AliasingOpOperandList
+  getAliasingOpOperands(Operation *op, Value value,
+                        const AnalysisState &state) const {
     func::FuncOp callee;
     const FuncAnalysisState *analysis =
         analyzedCallee(cast<func::CallOp>(op), state, callee);
@@ -167,8 +168,7 @@ struct CallOpModel
                 const BufferizationState &state,
                 SmallVector<Value> &invocationStack) const {
     SymbolTableCollection symbolTables;
-    func::FuncOp callee =
-        calledFunction(cast<func::CallOp>(op), symbolTables);
+    func::FuncOp callee = calledFunction(cast<func::CallOp>(op), symbolTables);
     assert(callee && "a call of a func.func");
     Type resultType = callee.getFunctionType().getResult(
         cast<OpResult>(value).getResultNumber());
@@ -233,9 +233,8 @@ struct CallOpModel
       operands.push_back(*buffer);
     }
 
-    auto bufferized = func::CallOp::create(rewriter, call.getLoc(),
-                                           callee.getSymName(), resultTypes,
-                                           operands);
+    auto bufferized = func::CallOp::create(
+        rewriter, call.getLoc(), callee.getSymName(), resultTypes, operands);
     bufferized->setAttrs(call->getAttrs());
     replaceOpWithBufferizedValues(rewriter, call, bufferized->getResults());
     return success();
