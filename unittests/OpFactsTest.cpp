@@ -174,7 +174,7 @@ TEST_F(OpFacts, Lowering) {
     PassManager pm(&context);
     if (op->hasTrait<spmdc::tg::OpTrait::Composite>())
       pm.addPass(spmdc::tg::createTgDecompose());
-    pm.addPass(spmdc::createConvertTgToLinalg());
+    pm.addNestedPass<func::FuncOp>(spmdc::createConvertTgToLinalg());
     ASSERT_TRUE(succeeded(pm.run(*module))) << name << " does not lower";
     bool left = false;
     module->walk([&](Operation *inner) {
