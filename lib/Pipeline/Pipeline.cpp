@@ -249,13 +249,14 @@ void buildLoweringPipeline(OpPassManager &pm, const LoweringOptions &options) {
     addHostToLLVM(pm);
   } else {
     // One function per loop nest (each linalg op, each loop), equal nests
-    // shared, then their loops in 8-wide SIMD where the innermost loop reads
-    // and writes contiguously (MLIR's affine super-vectorizer; its strided
-    // transfers mis-lowered here). Without the ownership flags threaded
-    // through scatter loops, those loops are nests of their own, and the
-    // glue between nests has none.
-    addDeallocations(pm, /*onHost=*/true);
+    // shared, before the deallocations: their placement and canonicalizers
+    // then see each distinct nest once, and no ownership flag is threaded
+    // through a scatter loop, a call like any other. Then the nests' loops
+    // in 8-wide SIMD where the innermost loop reads and writes contiguously
+    // (MLIR's affine super-vectorizer; its strided transfers mis-lowered
+    // here).
     pm.addPass(createOutlineLoopNests());
+    addDeallocations(pm, /*onHost=*/true);
     OpPassManager &perFunction = pm.nest<func::FuncOp>();
     perFunction.addPass(createConvertLinalgToAffineLoopsPass());
     VectorizeAffineLoopsOptions vectorize;

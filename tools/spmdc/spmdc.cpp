@@ -54,8 +54,6 @@
 
 using namespace mlir;
 
-/// Writes each kernel module's PTX (the objects of the gpu.binary ops the
-/// CUDA lowering leaves) to dir/NAME.ptx.
 /// Puts every use-list of `module` in one fixed order: by position in the
 /// module, last use first, as reading the module creates them. MLIR's
 /// bytecode records use-list orders, which follow the order passes created
@@ -137,6 +135,8 @@ static bool writeOutput(
   return file.commit(error);
 }
 
+/// Writes each kernel module's PTX (the objects of the gpu.binary ops the
+/// CUDA lowering leaves) to dir/NAME.ptx.
 static LogicalResult writeKernels(ModuleOp module, llvm::StringRef dir) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
     llvm::errs() << "spmdc: error: " << dir << ": " << ec.message() << "\n";

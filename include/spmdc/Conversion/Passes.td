@@ -484,8 +484,8 @@ def OutlineLoopNests : Pass<"outline-loop-nests", "::mlir::ModuleOp"> {
     works on huge blocks): GPT-2 small spent 3 of its 10 compile seconds in
     SCF-to-CF. Each top-level `affine.for`, `scf.for` or `scf.parallel`
     without results, and each linalg op on buffers with at least one loop
-    (outlined before linalg is lowered, so the lowering sees each distinct
-    nest once), becomes a private function `@<function>_nest<N>_<kind>`
+    (outlined before deallocation and before linalg is lowered, so those
+    passes see each distinct nest once), becomes a private function `@<function>_nest<N>_<kind>`
     taking the values it uses from outside (constants are cloned in, so
     bounds stay static) and a call in its place. The kind, for profiles, is
     `reduce` where the nest accumulates (a linalg op with a reduction loop,
