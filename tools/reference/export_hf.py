@@ -33,6 +33,11 @@ torch.manual_seed(1).  For each family it writes
                                  the state dict's keys (what --save-params
                                  must write for load_state_dict(strict=True))
 
+or export any family, those below or the EXTRA_FAMILIES checked outside the
+suite, into another directory with
+
+    python3 tools/reference/export_hf.py --out DIR FAMILY ...
+
 Families (docs/pytorch.md has the table):
 
   gpt2     transformers GPT2LMHeadModel, attn_implementation="eager"
@@ -172,11 +177,75 @@ def hf(name):
             num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
             num_labels=10, hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0))
+    if name == "neox":
+        return T.GPTNeoXForCausalLM(T.GPTNeoXConfig(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, max_position_embeddings=SEQ,
+            rotary_pct=0.25, hidden_dropout=0.0, attention_dropout=0.0,
+            **common))
+    if name == "opt":
+        return T.OPTForCausalLM(T.OPTConfig(
+            hidden_size=32, ffn_dim=64, num_hidden_layers=2,
+            num_attention_heads=4, max_position_embeddings=SEQ,
+            word_embed_proj_dim=32, dropout=0.0, attention_dropout=0.0,
+            pad_token_id=1, **common))
+    if name == "phi":
+        return T.PhiForCausalLM(T.PhiConfig(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, max_position_embeddings=SEQ,
+            partial_rotary_factor=0.5, resid_pdrop=0.0, embd_pdrop=0.0,
+            attention_dropout=0.0, **common))
+    if name == "gemma":
+        return T.GemmaForCausalLM(T.GemmaConfig(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=1, head_dim=8,
+            max_position_embeddings=SEQ, **common))
+    if name == "falcon":
+        return T.FalconForCausalLM(T.FalconConfig(
+            hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            new_decoder_architecture=False, multi_query=True,
+            parallel_attn=True, hidden_dropout=0.0, attention_dropout=0.0,
+            max_position_embeddings=SEQ, **common))
+    if name == "roberta":
+        return T.RobertaForMaskedLM(T.RobertaConfig(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, max_position_embeddings=SEQ + 2,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+            **common))
+    if name == "distilbert":
+        return T.DistilBertForMaskedLM(T.DistilBertConfig(
+            dim=32, hidden_dim=64, n_layers=2, n_heads=4,
+            max_position_embeddings=SEQ, dropout=0.0, attention_dropout=0.0,
+            **common))
+    raise KeyError(name)
+
+
+def torchvision_model(name):
+    """torchvision's own builders at small widths, dropout off."""
+    import torchvision.models as M
+
+    if name == "mobilenet":
+        return M.mobilenet_v2(num_classes=10, width_mult=0.25, dropout=0.0)
+    if name == "squeezenet":
+        return M.squeezenet1_1(num_classes=10, dropout=0.0)
+    if name == "densenet":
+        return M.DenseNet(growth_rate=4, block_config=(2, 2),
+                          num_init_features=8, bn_size=2, num_classes=10)
+    if name == "efficientnet":
+        return M.efficientnet_b0(num_classes=10, dropout=0.0,
+                                 stochastic_depth_prob=0.0)
     raise KeyError(name)
 
 
 FAMILIES = ["gpt2", "llama", "qwen2", "mistral", "bert", "t5", "bart", "vit",
             "cnn", "resnet"]
+# Checked outside the suite (docs/pytorch.md, "Beyond the fixtures"):
+# exported with --out DIR, not into test/Fixtures/hf.
+EXTRA_FAMILIES = ["neox", "opt", "phi", "gemma", "falcon", "roberta",
+                  "distilbert", "mobilenet", "squeezenet", "densenet",
+                  "efficientnet"]
+VISION = ["cnn", "resnet", "mobilenet", "squeezenet", "densenet",
+          "efficientnet"]
 
 
 def build(name):
@@ -185,6 +254,8 @@ def build(name):
         model = ClassifierLoss(SmallCNN())
     elif name == "resnet":
         model = ClassifierLoss(small_resnet())
+    elif name in VISION:
+        model = ClassifierLoss(torchvision_model(name))
     elif name == "vit":
         model = LossOf(hf(name), "pixel_values")
     else:
@@ -194,14 +265,14 @@ def build(name):
 
 def make_data(name):
     torch.manual_seed(1)
-    if name in ("cnn", "resnet"):
+    if name in VISION:
         return (torch.randn(BATCH, 3, 32, 32),
                 torch.randint(0, 10, (BATCH,)))
     if name == "vit":
         return (torch.randn(BATCH, 3, 16, 16), torch.randint(0, 10, (BATCH,)))
     ids = torch.randint(2, VOCAB, (BATCH, SEQ))
     labels = torch.randint(2, VOCAB, (BATCH, SEQ))
-    if name == "bert":
+    if name in ("bert", "roberta", "distilbert"):
         # Masked-LM labels: -100 (ignored) where a token was not masked.
         labels = torch.where(torch.rand(BATCH, SEQ) < 0.5, labels, -100)
     return ids, labels
@@ -276,8 +347,17 @@ def export(name):
 
 
 def main():
-    names = sys.argv[1:] or FAMILIES
+    global OUT
+    names = sys.argv[1:]
+    if names[:1] == ["--out"]:
+        if len(names) < 2:
+            sys.exit("export_hf.py: --out needs a directory")
+        OUT, names = names[1], names[2:]
     for name in names:
+        if name not in FAMILIES + EXTRA_FAMILIES:
+            sys.exit(f"export_hf.py: unknown family '{name}'; known: "
+                     + ", ".join(FAMILIES + EXTRA_FAMILIES))
+    for name in names or FAMILIES:
         export(name)
 
 
