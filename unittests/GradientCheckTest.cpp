@@ -167,6 +167,13 @@ const GradientCase kPrimitiveCases[] = {
      "%y = tg.mul %a, %b : tensor<2x3xf64>, tensor<f64>", "tensor<2x3xf64>"},
     {"div_broadcast", "%a: tensor<2x3xf64>;%b: tensor<1x3xf64>",
      "%y = tg.div %a, %b : tensor<2x3xf64>, tensor<1x3xf64>", "tensor<2x3xf64>", 0.5, 2.0},
+    // Dividends of both signs, quotients away from whole numbers (where
+    // rem jumps).
+    {"rem", "%a: tensor<4xf64>;%b: tensor<4xf64>",
+     "%s = tg.full -7.3 : tensor<4xf64>\n%c = tg.mul %a, %s : tensor<4xf64>, tensor<4xf64>\n"
+     "%d = tg.constant dense<[1.0, -1.0, 1.0, -1.0]> : tensor<4xf64>\n"
+     "%e = tg.mul %c, %d : tensor<4xf64>, tensor<4xf64>\n"
+     "%y = tg.rem %e, %b : tensor<4xf64>, tensor<4xf64>", "tensor<4xf64>", 0.5, 0.9},
     {"pow", "%a: tensor<3xf64>;%b: tensor<3xf64>",
      "%y = tg.pow %a, %b : tensor<3xf64>, tensor<3xf64>", "tensor<3xf64>", 0.5, 2.0},
     {"maximum", "%a: tensor<4xf64>;%b: tensor<4xf64>",

@@ -1146,6 +1146,140 @@ LogicalResult elementwise(Node &n,
 Value exp(tg::GraphMath &m, Value x) {
   return tg::ExpOp::create(m.b, m.loc, x);
 }
+
+/// floor, ceil, trunc, round: the value itself on integers, which are
+/// whole already (PyTorch's too).
+template <typename OpT>
+Mapping rounding() {
+  return [](Node &n) -> LogicalResult {
+    TRY(x, n.tensor("self"));
+    x = n.cast(x, outElement(n));
+    if (!isa<FloatType>(tg::typeOf(x).getElementType()))
+      return n.define(0, x);
+    return n.define(0, OpT::create(n.b, n.loc, x));
+  };
+}
+
+/// round.decimals as PyTorch computes it: nearbyint(x * 10^d) / 10^d, or
+/// nearbyint(x / 10^-d) * 10^-d for negative d.
+LogicalResult roundDecimals(Node &n) {
+  TRY(x, n.tensor("self"));
+  x = n.cast(x, outElement(n));
+  TRY(decimals, n.integer("decimals", 0));
+  if (!isa<FloatType>(tg::typeOf(x).getElementType()))
+    return n.define(0, x);
+  tg::GraphMath m = n.math();
+  auto round = [&](Value v) {
+    return tg::RoundOp::create(n.b, n.loc, v).getResult();
+  };
+  if (decimals == 0)
+    return n.define(0, round(x));
+  Value ten = m.scalar(x, std::pow(10.0, std::abs(decimals)));
+  return n.define(0, decimals > 0 ? m.div(round(m.mul(x, ten)), ten)
+                                  : m.mul(round(m.div(x, ten)), ten));
+}
+
+/// sign: 1, 0 or -1 in x's type (0 for NaN, as PyTorch gives).
+LogicalResult sign(Node &n) {
+  TRY(x, n.tensor("self"));
+  Type el = outElement(n);
+  x = n.cast(x, el);
+  if (el.isInteger(1))
+    return n.define(0, x);
+  tg::GraphMath m = n.math();
+  Value zero = m.scalar(x, 0.0);
+  Value positive = n.cast(m.compare(tg::ComparePredicate::gt, x, zero), el);
+  Value negative = n.cast(m.compare(tg::ComparePredicate::lt, x, zero), el);
+  return n.define(0, m.sub(positive, negative));
+}
+
+/// A formula of `self` and `other` (tensors or scalars), both cast to the
+/// result's element type, once they are known to broadcast.
+LogicalResult binaryFormula(
+    Node &n, llvm::function_ref<Value(tg::GraphMath &, Value, Value)> f) {
+  Type el = outElement(n);
+  TRY(a, n.tensorOrScalar("self", el));
+  TRY(b, n.tensorOrScalar("other", el));
+  a = n.cast(a, el);
+  b = n.cast(b, el);
+  SmallVector<Type> types;
+  if (failed(tg::RemOp::inferReturnTypes(
+          n.b.getContext(), n.loc, ValueRange{a, b},
+          DictionaryAttr::get(n.b.getContext()), OpaqueProperties(nullptr),
+          RegionRange(), types)))
+    return failure();
+  tg::GraphMath m = n.math();
+  return n.define(0, f(m, a, b));
+}
+
+Value rem(tg::GraphMath &m, Value a, Value b) {
+  return tg::RemOp::create(m.b, m.loc, a, b);
+}
+
+/// Where a remainder truncated toward zero (`r`, of a / b) and the
+/// remainder of a floored quotient differ: r is not zero and its sign is
+/// not b's.
+Value signsDiffer(tg::GraphMath &m, Value r, Value b) {
+  using P = tg::ComparePredicate;
+  Value negativeR = m.compare(P::lt, r, m.scalar(r, 0.0));
+  Value negativeB = m.compare(P::lt, b, m.scalar(b, 0.0));
+  return tg::AndOp::create(m.b, m.loc,
+                           m.compare(P::ne, r, m.scalar(r, 0.0)),
+                           m.compare(P::ne, negativeR, negativeB));
+}
+
+/// remainder: Python's `a % b`, with b's sign.
+Value remainder(tg::GraphMath &m, Value a, Value b) {
+  Value r = rem(m, a, b);
+  return m.select(signsDiffer(m, r, b), m.add(r, b), r);
+}
+
+/// div with rounding_mode "floor" or "trunc" (None: true division). Floor
+/// division of floats follows PyTorch's kernel (c10's div_floor_floating),
+/// which rounds the exact quotient (a - fmod(a, b)) / b rather than a / b;
+/// of integers, the truncated quotient less one where the signs differ and
+/// b does not divide a. Neither mode has a derivative (PyTorch's is zero).
+LogicalResult divWithRounding(Node &n) {
+  TRY(mode, n.string("rounding_mode", ""));
+  if (mode.empty())
+    return binaryFormula(
+        n, [](tg::GraphMath &m, Value a, Value b) { return m.div(a, b); });
+  if (mode != "trunc" && mode != "floor")
+    return n.error() << "rounding_mode '" << mode
+                     << "' is not one of \"trunc\", \"floor\"";
+  bool floor = mode == "floor";
+  return binaryFormula(n, [&](tg::GraphMath &m, Value a, Value b) {
+    using P = tg::ComparePredicate;
+    bool isFloat = isa<FloatType>(tg::typeOf(a).getElementType());
+    Value quotient = m.div(a, b);
+    Value result;
+    if (!floor) {
+      result = isFloat ? tg::TruncOp::create(m.b, m.loc, quotient).getResult()
+                       : quotient;
+    } else if (!isFloat) {
+      Value fix = signsDiffer(m, rem(m, a, b), b);
+      result = m.select(fix, m.sub(quotient, m.scalar(quotient, 1.0)),
+                        quotient);
+    } else {
+      Value mod = rem(m, a, b);
+      Value exact = m.div(m.sub(a, mod), b);
+      exact = m.select(signsDiffer(m, mod, b),
+                       m.sub(exact, m.scalar(exact, 1.0)), exact);
+      Value floored = tg::FloorOp::create(m.b, m.loc, exact);
+      floored = m.select(
+          m.compare(P::gt, m.sub(exact, floored), m.scalar(exact, 0.5)),
+          m.add(floored, m.scalar(floored, 1.0)), floored);
+      // A zero quotient keeps a / b's sign; b == 0 gives a / b itself.
+      floored = m.select(m.compare(P::eq, exact, m.scalar(exact, 0.0)),
+                         m.mul(quotient, m.scalar(quotient, 0.0)), floored);
+      result = m.select(m.compare(P::eq, b, m.scalar(b, 0.0)), quotient,
+                        floored);
+    }
+    if (Operation *def = result.getDefiningOp())
+      def->setAttr(tg::kConstantToDerivativeAttr, m.b.getUnitAttr());
+    return result;
+  });
+}
 Value log(tg::GraphMath &m, Value x) {
   return tg::LogOp::create(m.b, m.loc, x);
 }
@@ -1806,6 +1940,21 @@ const llvm::StringMap<Mapping> &atenMappings() {
                      tg::ComparePredicate::gt, tg::ComparePredicate::ge})
         add((tg::stringifyComparePredicate(p) + "." + overload).str(),
             comparison(p));
+    }
+    add("floor.default", rounding<tg::FloorOp>());
+    add("ceil.default", rounding<tg::CeilOp>());
+    add("trunc.default", rounding<tg::TruncOp>());
+    add("round.default", rounding<tg::RoundOp>());
+    add("round.decimals", roundDecimals);
+    add("sign.default", sign);
+    for (StringRef overload : {"Tensor", "Scalar"}) {
+      add(("fmod." + overload).str(), [](Node &n) {
+        return binaryFormula(n, rem);
+      });
+      add(("remainder." + overload).str(), [](Node &n) {
+        return binaryFormula(n, remainder);
+      });
+      add(("div." + overload + "_mode").str(), divWithRounding);
     }
     add("maximum.default", binary<tg::MaximumOp>());
     add("minimum.default", binary<tg::MinimumOp>());

@@ -404,6 +404,11 @@ FailureOr<Tensor> OpEvaluator::evaluate(Operation *op) {
       .Case([&](tg::NotOp) {
         return unary([](double x) { return x != 0.0 ? 0.0 : 1.0; });
       })
+      .Case([&](tg::FloorOp) { return unary([](double x) { return std::floor(x); }); })
+      .Case([&](tg::CeilOp) { return unary([](double x) { return std::ceil(x); }); })
+      .Case([&](tg::TruncOp) { return unary([](double x) { return std::trunc(x); }); })
+      // The default rounding mode: to nearest, halves to even.
+      .Case([&](tg::RoundOp) { return unary([](double x) { return std::nearbyint(x); }); })
       .Case([&](tg::SiluOp) { return silu(get(op->getOperand(0))); })
       .Case([&](tg::GeluOp g) {
         return gelu(get(g.getInput()), g.getApproximate() == "tanh");
@@ -416,6 +421,10 @@ FailureOr<Tensor> OpEvaluator::evaluate(Operation *op) {
         if (isIntegerValue(d.getLhs()))
           return binary([](double a, double b) { return std::trunc(a / b); });
         return binary([](double a, double b) { return a / b; });
+      })
+      // Exact for integers too: their values are whole doubles.
+      .Case([&](tg::RemOp) {
+        return binary([](double a, double b) { return std::fmod(a, b); });
       })
       .Case([&](tg::PowOp) {
         return binary([](double a, double b) { return std::pow(a, b); });

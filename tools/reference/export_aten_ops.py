@@ -4,7 +4,7 @@ finite-difference and PyTorch gradient tests of its mapping.
 
 Regenerate test/Fixtures/aten/ (from the repository root) with
 
-    python3 tools/reference/export_aten_ops.py
+    python3 tools/reference/export_aten_ops.py [CASE ...]
 
 Each case is a module with float64 parameters whose forward(inputs...)
 returns sum(op(...) * r), r a fixed random buffer, so that every output
@@ -184,6 +184,31 @@ def smooth(s, x):
             + F.elu(y, 0.7))
 
 
+def rounding(s, x):
+    # Piecewise constant ops (zero gradient) times y, so that their values
+    # weigh in the loss, and fmod/remainder, whose gradient is 1 in y and
+    # -trunc / -floor of the quotient in a parameter divisor.
+    y = x * s.w
+    d = s.v.abs() + 0.5
+    return (torch.floor(y) * y + torch.ceil(y) * y + torch.trunc(y) * y
+            + torch.round(y * 2) * y + torch.round(y, decimals=1) * y
+            + torch.round(y * 30, decimals=-1) * y + torch.sign(y) * y
+            + torch.fmod(y, 0.7) + torch.remainder(y, -0.9)
+            + torch.fmod(y, d) + torch.remainder(y, d)
+            + torch.div(y, 0.6, rounding_mode="floor") * y
+            + torch.div(y, -0.6, rounding_mode="trunc") * y
+            + torch.div(y, d, rounding_mode="floor") * y)
+
+
+def integer_rounding(s, i):
+    # Integer semantics (C's fmod, Python's %, floored and truncated
+    # division) on negative and positive values, as index arithmetic does.
+    k = (torch.fmod(i, 3) * 7 + torch.remainder(i, 3) * 5
+         + torch.remainder(i, -4) * 3 + torch.div(i, 4, rounding_mode="floor")
+         * 11 + torch.div(i, -3, rounding_mode="trunc") * 13 + i // 5)
+    return k.to(s.w.dtype) * s.w
+
+
 def variance(s, x):
     return torch.var(x * s.w, dim=1, keepdim=True) + \
         torch.var(x * s.w, dim=(0, 1), correction=0)
@@ -260,6 +285,9 @@ def cases():
     yield "clamp", {"w": (6,)}, clamp, (randn(3, 6),)
     yield "elementwise", {"w": (6,)}, smooth, (randn(3, 6),)
     yield "var", {"w": (5,)}, variance, (randn(3, 4, 5),)
+    yield "rounding", {"w": (6,), "v": (6,)}, rounding, (randn(3, 6),)
+    yield "rounding-int", {"w": (9,)}, integer_rounding, \
+        (torch.arange(-9, 9).reshape(2, 9),)
     yield "max-min", {"w": (5,)}, extremes, (randn(4, 5),)
     yield "avg_pool2d", {"w": (3, 1, 1)}, avg_pool, (randn(2, 3, 7, 6),)
     yield "select_scatter", {"w": (4,)}, select_scatter, (randn(4, 5),)
@@ -300,16 +328,22 @@ def export(name, model, args, decompose=True):
 
 
 def main():
+    # python3 export_aten_ops.py [CASE ...]: only those cases (all without).
+    only = set(sys.argv[1:])
     os.makedirs(OUT, exist_ok=True)
     for name, params, fn, args in cases():
+        if only and name not in only:
+            continue
         torch.manual_seed(0)
         model = Case(params, fn, args)
         export(name, model, args, decompose=not name.startswith("sdpa"))
-    torch.manual_seed(0)
-    export("batch_norm", BatchNormCase().train(),
-           (torch.randn(4, 3, 5, 5),))
-    torch.manual_seed(0)
-    export("group_norm", GroupNormCase(), (torch.randn(3, 4, 5),))
+    if not only or "batch_norm" in only:
+        torch.manual_seed(0)
+        export("batch_norm", BatchNormCase().train(),
+               (torch.randn(4, 3, 5, 5),))
+    if not only or "group_norm" in only:
+        torch.manual_seed(0)
+        export("group_norm", GroupNormCase(), (torch.randn(3, 4, 5),))
 
 
 if __name__ == "__main__":

@@ -89,6 +89,12 @@ FailureOr<Value> scalarOf(Operation *op, OpBuilder &b, Location loc,
       .Case([&](tg::ErfOp) -> Value { return math::ErfOp::create(b, loc, x[0]); })
       .Case([&](tg::SinOp) -> Value { return math::SinOp::create(b, loc, x[0]); })
       .Case([&](tg::CosOp) -> Value { return math::CosOp::create(b, loc, x[0]); })
+      .Case([&](tg::FloorOp) -> Value { return math::FloorOp::create(b, loc, x[0]); })
+      .Case([&](tg::CeilOp) -> Value { return math::CeilOp::create(b, loc, x[0]); })
+      .Case([&](tg::TruncOp) -> Value { return math::TruncOp::create(b, loc, x[0]); })
+      .Case([&](tg::RoundOp) -> Value {
+        return math::RoundEvenOp::create(b, loc, x[0]);
+      })
       .Case([&](tg::ReciprocalOp) -> Value {
         return arith::DivFOp::create(b, loc, one(), x[0]);
       })
@@ -120,6 +126,10 @@ FailureOr<Value> scalarOf(Operation *op, OpBuilder &b, Location loc,
       .Case([&](tg::DivOp) -> Value {
         return f ? arith::DivFOp::create(b, loc, x[0], x[1]).getResult()
                  : arith::DivSIOp::create(b, loc, x[0], x[1]).getResult();
+      })
+      .Case([&](tg::RemOp) -> Value {
+        return f ? arith::RemFOp::create(b, loc, x[0], x[1]).getResult()
+                 : arith::RemSIOp::create(b, loc, x[0], x[1]).getResult();
       })
       .Case([&](tg::PowOp) -> Value {
         return math::PowFOp::create(b, loc, x[0], x[1]);

@@ -52,6 +52,14 @@ func.func @unary(%x: tensor<4xf32>, %i: tensor<4xi64>, %b: tensor<4xi1>) {
   %15 = tg.gelu %x : tensor<4xf32>
   // CHECK: tg.gelu %{{.*}} approximate "tanh" : tensor<4xf32>
   %16 = tg.gelu %x approximate "tanh" : tensor<4xf32>
+  // CHECK: tg.floor %{{.*}} : tensor<4xf32>
+  %17 = tg.floor %x : tensor<4xf32>
+  // CHECK: tg.ceil
+  %18 = tg.ceil %x : tensor<4xf32>
+  // CHECK: tg.trunc
+  %19 = tg.trunc %x : tensor<4xf32>
+  // CHECK: tg.round
+  %20 = tg.round %x : tensor<4xf32>
   return
 }
 
@@ -69,6 +77,8 @@ func.func @binary(%a: tensor<2x3xbf16>, %b: tensor<3xbf16>, %p: tensor<2x1xi1>, 
   %3 = tg.div %a, %b : tensor<2x3xbf16>, tensor<3xbf16>
   // CHECK: tg.pow
   %4 = tg.pow %a, %b : tensor<2x3xbf16>, tensor<3xbf16>
+  // CHECK: tg.rem %{{.*}}, %{{.*}} : tensor<2x3xbf16>, tensor<3xbf16>
+  %rem = tg.rem %a, %b : tensor<2x3xbf16>, tensor<3xbf16>
   // CHECK: tg.maximum
   %5 = tg.maximum %a, %b : tensor<2x3xbf16>, tensor<3xbf16>
   // CHECK: tg.minimum

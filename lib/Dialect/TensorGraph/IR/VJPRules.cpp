@@ -186,6 +186,18 @@ LogicalResult DivOp::buildVJP(OpBuilder &b, Value g,
   return success();
 }
 
+LogicalResult RemOp::buildVJP(OpBuilder &b, Value g,
+                              SmallVectorImpl<Value> &grads) {
+  // rem(a, b) = a - b * trunc(a / b), the quotient piecewise constant:
+  // d/da = 1; d/db = -trunc(a / b).
+  Emitter e = emitter(b, *this);
+  grads.push_back(e.toShapeOf(g, getLhs()));
+  Value quotient =
+      TruncOp::create(b, getLoc(), e.div(getLhs(), getRhs())).getResult();
+  grads.push_back(e.toShapeOf(e.neg(e.mul(g, quotient)), getRhs()));
+  return success();
+}
+
 LogicalResult PowOp::buildVJP(OpBuilder &b, Value g,
                               SmallVectorImpl<Value> &grads) {
   // d a^b / da = b a^(b-1); d a^b / db = a^b ln a.

@@ -269,6 +269,17 @@ def TG_SinOp : TG_UnaryOp<"sin", TG_FloatTensor, "Sine.", [VJPOpInterface]>;
 def TG_CosOp : TG_UnaryOp<"cos", TG_FloatTensor, "Cosine.", [VJPOpInterface]>;
 def TG_ReluOp : TG_UnaryOp<"relu", TG_NumericTensor, "Rectifier `max(x, 0)`.", [VJPOpInterface]>;
 def TG_NotOp : TG_UnaryOp<"not", TG_BoolTensor, "Logical negation of i1.", [TG_NoDerivative]>;
+// Rounding: piecewise constant, so their derivative is zero where it
+// exists (PyTorch's too).
+def TG_FloorOp : TG_UnaryOp<"floor", TG_FloatTensor,
+                            "The largest integer not above `x`.", [TG_NoDerivative]>;
+def TG_CeilOp : TG_UnaryOp<"ceil", TG_FloatTensor,
+                           "The smallest integer not below `x`.", [TG_NoDerivative]>;
+def TG_TruncOp : TG_UnaryOp<"trunc", TG_FloatTensor,
+                            "`x` rounded toward zero.", [TG_NoDerivative]>;
+def TG_RoundOp : TG_UnaryOp<"round", TG_FloatTensor,
+                            "`x` rounded to the nearest integer, halves to even (torch.round).",
+                            [TG_NoDerivative]>;
 
 //===----------------------------------------------------------------------===//
 // Elementwise binary primitives
@@ -280,6 +291,9 @@ def TG_MulOp : TG_BinaryOp<"mul", TG_NumericTensor, "Product `a * b`.", [VJPOpIn
 def TG_DivOp : TG_BinaryOp<"div", TG_NumericTensor,
     "Quotient `a / b` (integer division truncates toward zero).", [VJPOpInterface],
     [0]>;
+def TG_RemOp : TG_BinaryOp<"rem", TG_NumericTensor,
+    "Remainder of `a / b` truncated toward zero, with `a`'s sign (C's fmod, torch.fmod).",
+    [VJPOpInterface]>;
 def TG_PowOp : TG_BinaryOp<"pow", TG_FloatTensor, "Power `a ^ b`.", [VJPOpInterface]>;
 def TG_MaximumOp : TG_BinaryOp<"maximum", TG_NumericTensor,
                                "Elementwise maximum.", [VJPOpInterface]>;
