@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 using namespace mlir;
 using json = nlohmann::json;
@@ -220,6 +221,37 @@ FailureOr<std::string> Node::string(StringRef name, std::string defaultValue) {
     return a->at("as_string").get<std::string>();
   return error() << "argument '" << name << "' is not a string: "
                  << a->dump();
+}
+
+std::optional<Node::Layout> Node::recordedLayout(StringRef name) const {
+  const json *a = arg(name);
+  if (!a || !metaEntry || !a->contains("as_tensor") ||
+      !a->at("as_tensor").is_object())
+    return std::nullopt;
+  const json *meta = metaEntry(a->at("as_tensor").value("name", ""));
+  if (!meta || !meta->is_object() || !meta->contains("strides") ||
+      !meta->at("strides").is_array())
+    return std::nullopt;
+  auto integer = [](const json &entry) -> std::optional<int64_t> {
+    if (!entry.is_object() || !entry.contains("as_int") ||
+        !entry.at("as_int").is_number_integer())
+      return std::nullopt;
+    return entry.at("as_int").get<int64_t>();
+  };
+  Layout layout;
+  for (const json &entry : meta->at("strides")) {
+    std::optional<int64_t> stride = integer(entry);
+    if (!stride)
+      return std::nullopt;
+    layout.strides.push_back(*stride);
+  }
+  if (meta->contains("storage_offset")) {
+    std::optional<int64_t> offset = integer(meta->at("storage_offset"));
+    if (!offset)
+      return std::nullopt;
+    layout.storageOffset = *offset;
+  }
+  return layout;
 }
 
 bool Node::isFloatScalar(StringRef name) const {
@@ -1093,6 +1125,104 @@ LogicalResult indexSelect(Node &n) {
   entries[dim] = index;
   TRY(result, advancedIndex(n, x, entries));
   return n.define(0, result);
+}
+
+/// as_strided: output element i reads the input's storage at
+/// storage_offset + sum(i_k * stride_k). A tg value has no storage, so the
+/// input's is the layout the archive records for it, which must be dense
+/// (each element once; any order of the dims, as a permuted or
+/// channels-last tensor has): the input is read in storage order,
+/// flattened, and gathered at the positions. Where they are the elements
+/// in order (a restride of dims of size 1, as adaptive_avg_pool2d's
+/// decomposition makes), it is a reshape.
+LogicalResult asStrided(Node &n) {
+  TRY(x, n.tensor("self"));
+  TRY(size, n.integers("size"));
+  TRY(stride, n.integers("stride"));
+  RankedTensorType in = tg::typeOf(x);
+  RankedTensorType out = n.outputType(0);
+  if (size.size() != stride.size())
+    return n.error() << "as_strided has " << size.size() << " sizes but "
+                     << stride.size() << " strides";
+  if (out.getShape() != ArrayRef<int64_t>(size))
+    return n.error() << "as_strided's size does not match its output "
+                     << out;
+  int64_t rank = in.getRank();
+  Node::Layout layout;
+  if (std::optional<Node::Layout> recorded = n.recordedLayout("self"))
+    layout = *recorded;
+  else
+    for (int64_t d = 0, step = 1; d < rank; ++d) {
+      layout.strides.insert(layout.strides.begin(), step);
+      step *= in.getDimSize(rank - 1 - d);
+    }
+  if (static_cast<int64_t>(layout.strides.size()) != rank)
+    return n.error() << "the archive records " << layout.strides.size()
+                     << " strides for as_strided's input of rank " << rank;
+  // The input's dims from the outermost in memory; dense when each dim's
+  // stride is the product of the sizes inside it (dims of size 1 aside).
+  SmallVector<int64_t> order(rank);
+  std::iota(order.begin(), order.end(), 0);
+  llvm::sort(order, [&](int64_t a, int64_t b) {
+    return std::make_pair(-layout.strides[a], a) <
+           std::make_pair(-layout.strides[b], b);
+  });
+  int64_t dense = 1;
+  for (int64_t d : llvm::reverse(order)) {
+    if (in.getDimSize(d) == 1)
+      continue;
+    if (layout.strides[d] != dense)
+      return n.error() << "as_strided's input is not dense in memory (the "
+                          "archive records strides ["
+                       << ArrayRef<int64_t>(layout.strides) << "] for " << in
+                       << "): spmdc reads only dense inputs; make it "
+                          "contiguous() before as_strided";
+    dense *= in.getDimSize(d);
+  }
+  int64_t elements = in.getNumElements();
+  int64_t outElements = out.getNumElements();
+  constexpr int64_t kMostPositions = int64_t(1) << 26;
+  if (outElements > kMostPositions)
+    return n.error() << "as_strided's output of " << outElements
+                     << " elements is more than spmdc gathers (" << kMostPositions
+                     << ")";
+  TRY(offset, n.integer("storage_offset", layout.storageOffset));
+  // Each output element's place in the input's storage order.
+  SmallVector<int64_t> positions;
+  positions.reserve(outElements);
+  bool inOrder = outElements == elements;
+  SmallVector<int64_t> at(size.size(), 0);
+  for (int64_t i = 0; i < outElements; ++i) {
+    int64_t position = offset - layout.storageOffset;
+    for (auto [index, step] : llvm::zip(at, stride))
+      position += index * step;
+    if (position < 0 || position >= elements)
+      return n.error() << "as_strided reads element " << position
+                       << " of its input's storage, which holds " << elements
+                       << " (a read past the tensor, into storage it is a "
+                          "view of, which spmdc's values do not have)";
+    inOrder &= position == i;
+    positions.push_back(position);
+    for (int64_t d = static_cast<int64_t>(at.size()) - 1; d >= 0; --d) {
+      if (++at[d] < size[d])
+        break;
+      at[d] = 0;
+    }
+  }
+  Value stored = x;
+  if (!llvm::is_sorted(order))
+    stored = tg::TransposeOp::create(n.b, n.loc, x, order);
+  Value flat = tg::ReshapeOp::create(
+      n.b, n.loc, RankedTensorType::get({elements}, in.getElementType()),
+      stored);
+  if (inOrder)
+    return n.define(0, tg::ReshapeOp::create(n.b, n.loc, out, flat));
+  Value index = tg::ConstantOp::create(
+      n.b, n.loc,
+      DenseElementsAttr::get(RankedTensorType::get(size, n.b.getI64Type()),
+                             ArrayRef<int64_t>(positions)));
+  TRY(gathered, advancedIndex(n, flat, {index}));
+  return n.define(0, gathered);
 }
 
 /// flip: each listed dim read backwards (a gather by constant indices).
@@ -2041,6 +2171,7 @@ const llvm::StringMap<Mapping> &atenMappings() {
     add("gather.default", gather);
     add("index_select.default", indexSelect);
     add("flip.default", flip);
+    add("as_strided.default", asStrided);
     add("select_scatter.default", selectScatter);
     add("avg_pool2d.default", avgPool);
     add("avg_pool3d.default", avgPool);

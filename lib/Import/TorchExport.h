@@ -89,6 +89,17 @@ public:
   /// Converts `value` to `elementType` if it differs.
   mlir::Value cast(mlir::Value value, mlir::Type elementType);
 
+  /// The memory layout the archive records for tensor argument `name`: its
+  /// strides and storage offset in tensor_values (nothing where it records
+  /// none or a malformed one).
+  struct Layout {
+    llvm::SmallVector<int64_t> strides;
+    int64_t storageOffset = 0;
+  };
+  std::optional<Layout> recordedLayout(llvm::StringRef name) const;
+  /// A value's tensor_values entry, or null; set by the importer.
+  std::function<const nlohmann::json *(const std::string &)> metaEntry;
+
 private:
   std::string outputName(size_t i) const;
   std::function<mlir::Value(const std::string &)> lookup;

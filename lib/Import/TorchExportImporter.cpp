@@ -487,6 +487,9 @@ LogicalResult TorchExportImporter::importNode(const json &node, size_t index) {
         return succeeded(type) ? *type : nullptr;
       });
   view.index = index;
+  view.metaEntry = [&](const std::string &name) -> const json * {
+    return tensorValues->contains(name) ? &(*tensorValues)[name] : nullptr;
+  };
   // The mappings read the result type of output 0 (and of every output they
   // define) from its metadata: without it, refuse the node here (a node
   // whose metadata was missing crashed the importer; found by

@@ -209,6 +209,28 @@ def integer_rounding(s, i):
     return k.to(s.w.dtype) * s.w
 
 
+def as_strided(s, x):
+    # Reads of the contiguous y (a window, a broadcast by stride 0) and of
+    # its transpose (strides (1, 6): storage order is not the dims' order).
+    y = x * s.w
+    return torch.cat([torch.as_strided(y, (3, 4), (2, 1), 1).flatten(),
+                      torch.as_strided(y.t(), (2, 3), (1, 6)).flatten(),
+                      torch.as_strided(y, (2, 2), (0, 3)).flatten()])
+
+
+def as_strided_sparse(s, x):
+    # Every other column: its input is not dense in memory (refused).
+    y = x * s.w
+    return torch.as_strided(y[:, ::2], (2, 2), (6, 2))
+
+
+def as_strided_beyond(s, x):
+    # The first two rows, read past their end into the rest of y's
+    # storage: valid in PyTorch, outside what the value holds (refused).
+    y = x * s.w
+    return torch.as_strided(y[:2], (3,), (6,), 6)
+
+
 def variance(s, x):
     return torch.var(x * s.w, dim=1, keepdim=True) + \
         torch.var(x * s.w, dim=(0, 1), correction=0)
@@ -288,6 +310,9 @@ def cases():
     yield "rounding", {"w": (6,), "v": (6,)}, rounding, (randn(3, 6),)
     yield "rounding-int", {"w": (9,)}, integer_rounding, \
         (torch.arange(-9, 9).reshape(2, 9),)
+    yield "as_strided", {"w": (6,)}, as_strided, (randn(4, 6),)
+    yield "as_strided-sparse", {"w": (6,)}, as_strided_sparse, (randn(4, 6),)
+    yield "as_strided-beyond", {"w": (6,)}, as_strided_beyond, (randn(4, 6),)
     yield "max-min", {"w": (5,)}, extremes, (randn(4, 5),)
     yield "avg_pool2d", {"w": (3, 1, 1)}, avg_pool, (randn(2, 3, 7, 6),)
     yield "select_scatter", {"w": (4,)}, select_scatter, (randn(4, 5),)

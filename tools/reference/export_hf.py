@@ -212,6 +212,29 @@ def hf(name):
             num_attention_heads=4, max_position_embeddings=SEQ + 2,
             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
             **common))
+    if name == "bloom":
+        return T.BloomForCausalLM(T.BloomConfig(
+            hidden_size=32, n_layer=2, n_head=4, hidden_dropout=0.0,
+            attention_dropout=0.0, **common))
+    if name == "gptj":
+        return T.GPTJForCausalLM(T.GPTJConfig(
+            n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=SEQ,
+            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, **common))
+    if name == "gptneo":
+        return T.GPTNeoForCausalLM(T.GPTNeoConfig(
+            hidden_size=32, num_layers=2, num_heads=4,
+            attention_types=[[["global", "local"], 1]], window_size=4,
+            max_position_embeddings=SEQ, embed_dropout=0.0,
+            attention_dropout=0.0, resid_dropout=0.0, **common))
+    if name == "electra":
+        return T.ElectraForMaskedLM(T.ElectraConfig(
+            embedding_size=16, hidden_size=32, intermediate_size=64,
+            num_hidden_layers=2, num_attention_heads=4,
+            max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0, **common))
+    if name == "mixtral":
+        return T.MixtralForCausalLM(T.MixtralConfig(
+            num_local_experts=4, num_experts_per_tok=2, **decoder))
     if name == "distilbert":
         return T.DistilBertForMaskedLM(T.DistilBertConfig(
             dim=32, hidden_dim=64, n_layers=2, n_heads=4,
@@ -231,6 +254,17 @@ def torchvision_model(name):
     if name == "densenet":
         return M.DenseNet(growth_rate=4, block_config=(2, 2),
                           num_init_features=8, bn_size=2, num_classes=10)
+    if name == "convnext":
+        from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+        return ConvNeXt([CNBlockConfig(8, 16, 1), CNBlockConfig(16, None, 1)],
+                        stochastic_depth_prob=0.0, num_classes=10)
+    if name == "swin":
+        from torchvision.models.swin_transformer import SwinTransformer
+        return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2],
+                               num_heads=[2, 4], window_size=[2, 2],
+                               stochastic_depth_prob=0.0, num_classes=10)
+    if name == "shufflenet":
+        return M.shufflenet_v2_x0_5(num_classes=10)
     if name == "efficientnet":
         return M.efficientnet_b0(num_classes=10, dropout=0.0,
                                  stochastic_depth_prob=0.0)
@@ -241,11 +275,12 @@ FAMILIES = ["gpt2", "llama", "qwen2", "mistral", "bert", "t5", "bart", "vit",
             "cnn", "resnet"]
 # Checked outside the suite (docs/pytorch.md, "Beyond the fixtures"):
 # exported with --out DIR, not into test/Fixtures/hf.
-EXTRA_FAMILIES = ["neox", "opt", "phi", "gemma", "falcon", "roberta",
-                  "distilbert", "mobilenet", "squeezenet", "densenet",
-                  "efficientnet"]
+EXTRA_FAMILIES = ["neox", "opt", "phi", "gemma", "falcon", "bloom", "gptj",
+                  "gptneo", "mixtral", "roberta", "distilbert", "electra",
+                  "mobilenet", "squeezenet", "densenet", "efficientnet",
+                  "convnext", "swin", "shufflenet"]
 VISION = ["cnn", "resnet", "mobilenet", "squeezenet", "densenet",
-          "efficientnet"]
+          "efficientnet", "convnext", "swin", "shufflenet"]
 
 
 def build(name):
@@ -272,7 +307,7 @@ def make_data(name):
         return (torch.randn(BATCH, 3, 16, 16), torch.randint(0, 10, (BATCH,)))
     ids = torch.randint(2, VOCAB, (BATCH, SEQ))
     labels = torch.randint(2, VOCAB, (BATCH, SEQ))
-    if name in ("bert", "roberta", "distilbert"):
+    if name in ("bert", "roberta", "distilbert", "electra"):
         # Masked-LM labels: -100 (ignored) where a token was not masked.
         labels = torch.where(torch.rand(BATCH, SEQ) < 0.5, labels, -100)
     return ids, labels
