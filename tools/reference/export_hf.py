@@ -138,6 +138,8 @@ def hf(name):
     import transformers as T
 
     common = dict(vocab_size=VOCAB)
+    small = dict(common, hidden_size=32, num_hidden_layers=2,
+                 num_attention_heads=4, max_position_embeddings=SEQ)
     decoder = dict(common, hidden_size=32, intermediate_size=64,
                    num_hidden_layers=2, num_attention_heads=4,
                    num_key_value_heads=2, max_position_embeddings=SEQ)
@@ -179,33 +181,25 @@ def hf(name):
             attention_probs_dropout_prob=0.0))
     if name == "neox":
         return T.GPTNeoXForCausalLM(T.GPTNeoXConfig(
-            hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, max_position_embeddings=SEQ,
-            rotary_pct=0.25, hidden_dropout=0.0, attention_dropout=0.0,
-            **common))
+            intermediate_size=64, rotary_pct=0.25, hidden_dropout=0.0,
+            attention_dropout=0.0, **small))
     if name == "opt":
         return T.OPTForCausalLM(T.OPTConfig(
-            hidden_size=32, ffn_dim=64, num_hidden_layers=2,
-            num_attention_heads=4, max_position_embeddings=SEQ,
-            word_embed_proj_dim=32, dropout=0.0, attention_dropout=0.0,
-            pad_token_id=1, **common))
+            ffn_dim=64, word_embed_proj_dim=32, dropout=0.0,
+            attention_dropout=0.0, pad_token_id=1, **small))
     if name == "phi":
         return T.PhiForCausalLM(T.PhiConfig(
-            hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, max_position_embeddings=SEQ,
-            partial_rotary_factor=0.5, resid_pdrop=0.0, embd_pdrop=0.0,
-            attention_dropout=0.0, **common))
+            intermediate_size=64, partial_rotary_factor=0.5, resid_pdrop=0.0,
+            embd_pdrop=0.0, attention_dropout=0.0, **small))
     if name == "gemma":
         return T.GemmaForCausalLM(T.GemmaConfig(
-            hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=1, head_dim=8,
-            max_position_embeddings=SEQ, **common))
+            intermediate_size=64, num_key_value_heads=1, head_dim=8,
+            **small))
     if name == "falcon":
         return T.FalconForCausalLM(T.FalconConfig(
-            hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
             new_decoder_architecture=False, multi_query=True,
             parallel_attn=True, hidden_dropout=0.0, attention_dropout=0.0,
-            max_position_embeddings=SEQ, **common))
+            **small))
     if name == "roberta":
         return T.RobertaForMaskedLM(T.RobertaConfig(
             hidden_size=32, intermediate_size=64, num_hidden_layers=2,
