@@ -13,6 +13,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <cmath>
 #include <limits>
@@ -1193,16 +1194,24 @@ LogicalResult asStrided(Node &n) {
   bool inOrder = outElements == elements;
   SmallVector<int64_t> at(size.size(), 0);
   for (int64_t i = 0; i < outElements; ++i) {
-    int64_t position = offset - layout.storageOffset;
-    for (auto [index, step] : llvm::zip(at, stride))
-      position += index * step;
-    if (position < 0 || position >= elements)
-      return n.error() << "as_strided reads element " << position
+    // The archive's numbers are claims: arithmetic that overflows reads
+    // out of range too.
+    std::optional<int64_t> position =
+        llvm::checkedSub(offset, layout.storageOffset);
+    for (auto [index, step] : llvm::zip(at, stride)) {
+      std::optional<int64_t> term = llvm::checkedMul(index, step);
+      position = position && term ? llvm::checkedAdd(*position, *term)
+                                  : std::nullopt;
+    }
+    if (!position || *position < 0 || *position >= elements)
+      return n.error() << "as_strided reads "
+                       << (position ? "element " + std::to_string(*position)
+                                    : std::string("an element out of range"))
                        << " of its input's storage, which holds " << elements
                        << " (a read past the tensor, into storage it is a "
                           "view of, which spmdc's values do not have)";
-    inOrder &= position == i;
-    positions.push_back(position);
+    inOrder &= *position == i;
+    positions.push_back(*position);
     for (int64_t d = static_cast<int64_t>(at.size()) - 1; d >= 0; --d) {
       if (++at[d] < size[d])
         break;
