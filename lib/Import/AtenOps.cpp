@@ -11,6 +11,7 @@
 
 #include "spmdc/Support/ShapeString.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -1153,10 +1154,7 @@ LogicalResult asStrided(Node &n) {
   if (std::optional<Node::Layout> recorded = n.recordedLayout("self"))
     layout = *recorded;
   else
-    for (int64_t d = 0, step = 1; d < rank; ++d) {
-      layout.strides.insert(layout.strides.begin(), step);
-      step *= in.getDimSize(rank - 1 - d);
-    }
+    layout.strides = computeSuffixProduct(in.getShape());
   if (static_cast<int64_t>(layout.strides.size()) != rank)
     return n.error() << "the archive records " << layout.strides.size()
                      << " strides for as_strided's input of rank " << rank;
