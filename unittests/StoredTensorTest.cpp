@@ -4,7 +4,7 @@
 // as doubles and as f32 (on threads, in pieces), its bytes stream into a
 // safetensors section that SafeTensorsReader reads at an offset of another
 // file, and storage beyond the file is an error. Also the heap policy's
-// zeroing of a block without writing its pages.
+// zeroing of a block without writing its pages and its heap in huge pages.
 //
 //===----------------------------------------------------------------------===//
 
@@ -205,6 +205,36 @@ TEST(HeapPolicy, ZeroUntouchedZeroesEveryByteOfLargeAndSmallBlocks) {
     EXPECT_EQ(block[3 + bytes], 0xab);
     std::free(block);
   }
+}
+
+/// The VmFlags of the mapping of /proc/self/smaps that holds `address`.
+static std::string mappingFlags(const void *address) {
+  std::ifstream smaps("/proc/self/smaps");
+  auto at = reinterpret_cast<uintptr_t>(address);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long long first, last;
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &first, &last) == 2)
+      inside = first <= at && at < last;
+    else if (inside && line.rfind("VmFlags:", 0) == 0)
+      return line;
+  }
+  return "";
+}
+
+TEST(HeapPolicy, ReservedHeapIsAdvisedHugePages) {
+  if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0)
+    GTEST_SKIP() << "this kernel has no transparent huge pages";
+  spmd_keep_freed_memory();
+  EXPECT_EQ(spmd_reserve_heap(uint64_t(1) << 20), 0u) << "a small heap";
+  size_t bytes = size_t(128) << 20;
+  EXPECT_GE(spmd_reserve_heap(bytes), bytes - (size_t(4) << 20));
+  // The next large block is carved from the reserved top of the heap.
+  auto *block = static_cast<char *>(std::malloc(bytes / 2));
+  ASSERT_NE(block, nullptr);
+  std::string flags = mappingFlags(block + bytes / 4);
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  std::free(block);
 }
 
 TEST(StoredTensor, StorageBeyondTheFileIsAnError) {

@@ -312,7 +312,8 @@ std::unique_ptr<CompiledStep> CompiledStep::open(const ModuleFile &file,
     spmd_blas_set_threads(options.gemmThreads);
     spmd_parallel_set_threads(options.nestThreads);
     spmd_keep_freed_memory();
-    spmd_reserve_heap(file.bufferPeakBytes);
+    if (options.hugePages)
+      step->hugePageBytes = spmd_reserve_heap(file.bufferPeakBytes);
   }
   auto resolve = [&](const std::vector<ModuleValue> &values,
                      std::vector<DType> &types) {

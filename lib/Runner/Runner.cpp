@@ -461,12 +461,17 @@ std::optional<int> Run::openCompiledStep() {
   load.multiRank = underMpi;
   load.gemmThreads = gemmThreads(options, mpirunLocalSize().value_or(1));
   load.nestThreads = options.serialNests ? 1 : load.gemmThreads;
+  load.hugePages = options.hugePages;
   inputs.threads = load.gemmThreads;
   if (std::optional<int> local = mpirunLocalRank())
     load.localRank = *local;
   compiled = CompiledStep::open(*moduleFile, context, load, errorMessage);
   if (!compiled)
     return fail(options.input + ": " + errorMessage);
+  if (uint64_t huge = compiled->heapInHugePages())
+    spdlog::info("heap: {:.1f} MiB reserved for the step's buffers, in "
+                 "transparent huge pages",
+                 huge / 1048576.0);
   return std::nullopt;
 }
 

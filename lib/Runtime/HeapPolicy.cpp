@@ -28,25 +28,28 @@ extern "C" void spmd_keep_freed_memory(void) {
 #endif
 }
 
-extern "C" void spmd_reserve_heap(uint64_t bytes) {
+extern "C" uint64_t spmd_reserve_heap(uint64_t bytes) {
+  uint64_t advised = 0;
 #if defined(__GLIBC__) && defined(MADV_HUGEPAGE)
   // Smaller heaps gain little; a failed madvise (THP off) changes nothing.
   if (bytes < (uint64_t(64) << 20))
-    return;
+    return 0;
   void *block = std::malloc(bytes);
   if (!block)
-    return;
+    return 0;
   uintptr_t first = alignUp(reinterpret_cast<uintptr_t>(block), kHugePage);
   uintptr_t last = alignDown(reinterpret_cast<uintptr_t>(block) + bytes,
                              kHugePage);
-  if (last > first)
-    madvise(reinterpret_cast<void *>(first), last - first, MADV_HUGEPAGE);
+  if (last > first &&
+      !madvise(reinterpret_cast<void *>(first), last - first, MADV_HUGEPAGE))
+    advised = last - first;
   // Freed into the heap's top, which spmd_keep_freed_memory never trims:
   // the step's buffers are carved from it.
   std::free(block);
 #else
   (void)bytes;
 #endif
+  return advised;
 }
 
 extern "C" void spmd_zero_untouched(void *buffer, uint64_t bytes) {

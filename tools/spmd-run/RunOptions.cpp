@@ -139,6 +139,11 @@ std::optional<int> parseRunOptions(int argc, char **argv,
   app.add_flag("--serial-nests", options.serialNests,
                "compiled modules: run loop nests on one thread even where "
                "--threads gives a rank more (its GEMMs still use them)");
+  app.add_flag("--huge-pages", options.hugePages,
+               "compiled CPU modules: back the step's buffers with "
+               "transparent huge pages (steady steps a little faster; the "
+               "first step's fresh pages can cost far more, as on virtual "
+               "machines that hand freed memory back to their host)");
   std::string maxTensorBytes;
   app.add_option("--max-tensor-bytes", maxTensorBytes,
                  "refuse a tensor or file entry of more bytes than this "

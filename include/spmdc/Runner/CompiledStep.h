@@ -39,6 +39,11 @@ public:
     int gemmThreads = 1;
     /// Threads of each loop nest spmdc's --parallel-nests made shareable.
     int nestThreads = 1;
+    /// CPU modules: the step's heap in transparent huge pages
+    /// (spmd_reserve_heap): fewer TLB misses in every step, but fresh 2 MiB
+    /// pages were slower than 4 KiB ones by seconds on the development VM,
+    /// so off unless asked for.
+    bool hugePages = false;
     /// CUDA modules: this process's rank on its node (its GPU).
     int localRank = 0;
     /// CUDA modules: several ranks under MPI (NCCL carries collectives).
@@ -95,6 +100,9 @@ public:
 
   /// What runs the step, for logs: "cpu" or the GPU's name.
   std::string device() const;
+  /// Bytes of the heap advised transparent huge pages (Options::hugePages;
+  /// 0 where the step is small or the kernel has no THP).
+  uint64_t heapInHugePages() const { return hugePageBytes; }
 
 private:
   CompiledStep() = default;
@@ -117,6 +125,7 @@ private:
   /// The buffers of evaluate()'s given arguments, kept between calls.
   std::vector<Buffer> evalArguments;
   std::vector<std::optional<size_t>> residentFrom;
+  uint64_t hugePageBytes = 0;
   /// Declared before the engine, so the engine (whose static destructors
   /// unload kernel modules) goes first.
   std::unique_ptr<CudaRuntimeLibrary> cuda;

@@ -72,6 +72,8 @@ struct RunOptions {
   /// Loop nests on one thread even where `threads` gives a rank more
   /// (--serial-nests; GEMMs still use them).
   bool serialNests = false;
+  /// The step's heap in transparent huge pages (--huge-pages).
+  bool hugePages = false;
   /// Ranks waiting in a collective yield their core ("on"), spin ("off"),
   /// or yield when the ranks exceed the cores ("auto";
   /// docs/reliability.md).

@@ -24,10 +24,13 @@ extern "C" {
 void spmd_keep_freed_memory(void);
 
 /// Grows the heap by `bytes` (a step's buffer peak) before any of it is
-/// used, asking the kernel for transparent huge pages there: the first
-/// step's fresh pages then fault 2 MiB at a time, not 4 KiB (GPT-2 small:
-/// 3.4 GB of them). After spmd_keep_freed_memory; a no-op under 64 MiB.
-void spmd_reserve_heap(uint64_t bytes);
+/// used, asking the kernel for transparent huge pages there: the step's
+/// pages then fault 2 MiB at a time, not 4 KiB, and its GEMMs miss the TLB
+/// less. For spmd-run --huge-pages only: on a virtual machine whose host
+/// takes back freed memory, fresh huge pages can cost far more than that
+/// saves in a short run. After spmd_keep_freed_memory; a no-op under
+/// 64 MiB. Returns the bytes advised (0: none, as without THP).
+uint64_t spmd_reserve_heap(uint64_t bytes);
 
 /// Sets `bytes` bytes at `buffer`, a heap block, to zeros without writing
 /// its whole pages: they go back to the kernel and are faulted in again
