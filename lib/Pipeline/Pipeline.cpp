@@ -85,6 +85,12 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
   // With --overlap, collectives start early and are waited for late.
   if (options.overlap)
     pm.addPass(dist::createDistAsyncCollectives({options.prefetchDepth}));
+  // On the host, where each buffer is freed after its last use, @backward
+  // goes into @main, so that the saved activations are freed after theirs
+  // rather than when the backward returns. After the collectives are
+  // started early: a backward's gathers stay after the forward's call.
+  if (options.target == Target::Cpu)
+    pm.addPass(createInlineSingleCalls());
   pm.addPass(createConvertDistToRuntime());
   pm.addPass(createConvertTgMatmulToBlas());
   // One function at a time, the step's functions in parallel.

@@ -7,6 +7,10 @@
 // live at once come to 2.7 GB). This pass moves each buffer that provably
 // aliases nothing the dealloc retains into a dealloc of its own, right after
 // the last use of any of its aliases, and leaves the rest where they were.
+// A buffer of unknown origin (a call's result) is freed through its base,
+// which deallocation extracts (memref.extract_strided_metadata) just before
+// the dealloc: the extraction moves with it, the buffer's aliases being its
+// source's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,8 +39,9 @@ struct AliasClass {
 };
 
 /// The class of `root`: views it was made from and views made from it,
-/// transitively.
-AliasClass aliasClassOf(Value root) {
+/// transitively. `extraction`, the base of `root` the dealloc names, is not
+/// a use.
+AliasClass aliasClassOf(Value root, Operation *extraction) {
   AliasClass result;
   SmallVector<Value> worklist{root};
   auto add = [&](Value value) {
@@ -51,7 +56,7 @@ AliasClass aliasClassOf(Value root) {
     else if (auto view = value.getDefiningOp<ViewLikeOpInterface>())
       add(view.getViewSource());
     for (Operation *user : value.getUsers()) {
-      if (isa<bufferization::DeallocOp>(user))
+      if (isa<bufferization::DeallocOp>(user) || user == extraction)
         continue;
       if (auto view = dyn_cast<ViewLikeOpInterface>(user);
           view && view.getViewSource() == value) {
@@ -70,9 +75,11 @@ AliasClass aliasClassOf(Value root) {
 }
 
 /// The last op of `block` that uses a member of `aliases` (or, unused,
-/// defines one), other than `dealloc`; null if a use lies outside `block`.
+/// defines one), other than `dealloc` and the `extractions` of bases it
+/// frees; null if a use lies outside `block`.
 Operation *lastUseIn(Block *block, const AliasClass &aliases,
-                     bufferization::DeallocOp dealloc) {
+                     bufferization::DeallocOp dealloc,
+                     ArrayRef<Operation *> extractions) {
   Operation *last = nullptr;
   auto consider = [&](Operation *op) {
     Operation *ancestor = block->findAncestorOpInBlock(*op);
@@ -86,10 +93,23 @@ Operation *lastUseIn(Block *block, const AliasClass &aliases,
     if (Operation *def = member.getDefiningOp(); def && !consider(def))
       return nullptr;
     for (Operation *user : member.getUsers())
-      if (user != dealloc && !consider(user))
+      if (user != dealloc && !llvm::is_contained(extractions, user) &&
+          !consider(user))
         return nullptr;
   }
   return last;
+}
+
+/// The extraction of `memref` as the base of another buffer, where the
+/// dealloc is its one use and nothing else of it is read; else null.
+memref::ExtractStridedMetadataOp extractionOf(Value memref, Block *block) {
+  auto extraction = memref.getDefiningOp<memref::ExtractStridedMetadataOp>();
+  if (!extraction || extraction->getBlock() != block ||
+      memref != extraction.getBaseBuffer() || !memref.hasOneUse() ||
+      llvm::any_of(extraction->getResults().drop_front(),
+                   [](Value result) { return !result.use_empty(); }))
+    return nullptr;
+  return extraction;
 }
 
 struct FreeAfterLastUsePass
@@ -113,11 +133,15 @@ struct FreeAfterLastUsePass
     SmallVector<AliasClass> classes;
     llvm::DenseMap<Value, unsigned> classOfMember;
     llvm::MapVector<unsigned, SmallVector<unsigned>> operandsOfClass;
+    SmallVector<memref::ExtractStridedMetadataOp> extractions;
     for (auto [index, memref] : llvm::enumerate(dealloc.getMemrefs())) {
+      memref::ExtractStridedMetadataOp extraction = extractionOf(memref, block);
+      extractions.push_back(extraction);
+      Value buffer = extraction ? extraction.getSource() : memref;
       unsigned classIndex =
-          classOfMember.try_emplace(memref, classes.size()).first->second;
+          classOfMember.try_emplace(buffer, classes.size()).first->second;
       if (classIndex == classes.size()) {
-        classes.push_back(aliasClassOf(memref));
+        classes.push_back(aliasClassOf(buffer, extraction));
         for (Value member : classes.back().members)
           classOfMember.try_emplace(member, classIndex);
       }
@@ -132,7 +156,11 @@ struct FreeAfterLastUsePass
             return retained.contains(v);
           }))
         continue;
-      Operation *last = lastUseIn(block, aliases, dealloc);
+      SmallVector<Operation *> classExtractions;
+      for (unsigned i : operands)
+        if (extractions[i])
+          classExtractions.push_back(extractions[i]);
+      Operation *last = lastUseIn(block, aliases, dealloc, classExtractions);
       if (!last || !last->isBeforeInBlock(dealloc) ||
           llvm::any_of(operands, [&](unsigned i) {
             Value condition = dealloc.getConditions()[i];
@@ -144,6 +172,10 @@ struct FreeAfterLastUsePass
         memrefs.push_back(dealloc.getMemrefs()[i]);
         conditions.push_back(dealloc.getConditions()[i]);
         moved[i] = true;
+      }
+      for (Operation *extraction : classExtractions) {
+        extraction->moveAfter(last);
+        last = extraction;
       }
       b.setInsertionPointAfter(last);
       bufferization::DeallocOp::create(b, dealloc.getLoc(), memrefs,

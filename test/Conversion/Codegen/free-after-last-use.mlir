@@ -40,6 +40,7 @@ func.func @chain(%r: memref<4xf32>) -> (memref<4xf32>, i1) {
 // CHECK-LABEL: func.func @loop_and_views
 // CHECK:      scf.for
 // CHECK:      }
+// CHECK-NEXT: memref.extract_strided_metadata
 // CHECK-NEXT: bufferization.dealloc (%{{.*}}, %{{.*}} : memref<8xf32>, memref<f32>) if (%true, %true){{$}}
 // CHECK-NEXT: return
 func.func @loop_and_views(%v: f32) {
@@ -77,4 +78,33 @@ func.func @stays(%p: i1, %arg: memref<4xf32>, %owned: i1) -> memref<4xf32> {
   linalg.copy ins(%b : memref<4xf32>) outs(%s : memref<4xf32>)
   %kept = bufferization.dealloc (%a, %b, %arg : memref<4xf32>, memref<4xf32>, memref<4xf32>) if (%true, %true, %owned) retain (%s : memref<4xf32>)
   return %s : memref<4xf32>
+}
+
+// -----
+
+// A buffer of unknown origin, a call's result, is freed through its base,
+// which deallocation extracts just before the dealloc: the extraction moves
+// with the free, to after the buffer's last use.
+
+func.func private @make() -> memref<4xf32>
+
+// CHECK-LABEL: func.func @call_result
+// CHECK:      %[[A:.*]] = call @make()
+// CHECK-NEXT: linalg.copy ins(%[[A]] : memref<4xf32>)
+// CHECK-NEXT: %[[BASE:.*]], %{{.*}}, %{{.*}}, %{{.*}} = memref.extract_strided_metadata %[[A]]
+// CHECK-NEXT: bufferization.dealloc (%[[BASE]] : memref<f32>) if (%true){{$}}
+// CHECK-NEXT: %[[B:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT: linalg.copy ins(%{{.*}} : memref<4xf32>) outs(%[[B]] : memref<4xf32>)
+// CHECK-NEXT: bufferization.dealloc (%[[B]] : memref<4xf32>) if (%true){{$}}
+// CHECK-NEXT: %[[NONE:.*]] = arith.constant false
+// CHECK-NEXT: return %{{.*}}, %[[NONE]]
+func.func @call_result(%r: memref<4xf32>) -> (memref<4xf32>, i1) {
+  %true = arith.constant true
+  %a = call @make() : () -> memref<4xf32>
+  linalg.copy ins(%a : memref<4xf32>) outs(%r : memref<4xf32>)
+  %b = memref.alloc() : memref<4xf32>
+  linalg.copy ins(%r : memref<4xf32>) outs(%b : memref<4xf32>)
+  %base, %offset, %size, %stride = memref.extract_strided_metadata %a : memref<4xf32> -> memref<f32>, index, index, index
+  %kept = bufferization.dealloc (%base, %b : memref<f32>, memref<4xf32>) if (%true, %true) retain (%r : memref<4xf32>)
+  return %r, %kept : memref<4xf32>, i1
 }

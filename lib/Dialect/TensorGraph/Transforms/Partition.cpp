@@ -11,7 +11,7 @@
 // times 1.1^min(distance to the backward, 100); ops that must not be
 // recomputed (matmul, reductions, gathers, random) hang off the source;
 // values the backward uses run into the sink. The cut edges are the values
-// to save.
+// to save; each recomputed op goes just before the backward's first use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -331,11 +331,7 @@ struct TgPartitionPass : spmdc::tg::impl::TgPartitionBase<TgPartitionPass> {
     b.setInsertionPointAfter(forwardFn);
 
     // @backward(saved..., args) -> (backward results...).
-    SmallVector<Operation *> backwardOps;
-    for (Operation *op : split.forward)
-      if (split.recomputed.contains(op))
-        backwardOps.push_back(op);
-    backwardOps.append(split.backward.begin(), split.backward.end());
+    SmallVector<Operation *> backwardOps = recomputedWhereNeeded(split);
     SmallVector<Value> backwardArgs = argsUsedBy(backwardOps);
     SmallVector<Value> savedValues(split.saved.begin(), split.saved.end());
     func::FuncOp backwardFn =
@@ -364,6 +360,37 @@ struct TgPartitionPass : spmdc::tg::impl::TgPartitionBase<TgPartitionPass> {
       op->erase();
     for (Operation *op : llvm::reverse(split.forward))
       op->erase();
+  }
+
+  /// The backward's ops with each recomputed op placed just before the
+  /// first op that reads it (AOTAutograd's
+  /// reordering_to_mimic_autograd_engine): placed all first, the backward
+  /// began by recomputing every layer's activations and held them all at
+  /// once (GPT-2 small: half a gigabyte more than its forward's peak).
+  static SmallVector<Operation *> recomputedWhereNeeded(const Split &split) {
+    SmallVector<Operation *> order;
+    llvm::DenseSet<Operation *> placed;
+    // Depth first through the recomputed ops `root` reads, each placed once
+    // its own operands are.
+    auto place = [&](Operation *root) {
+      SmallVector<std::pair<Operation *, unsigned>> path{{root, 0}};
+      while (!path.empty()) {
+        auto [op, next] = path.back();
+        if (next < op->getNumOperands()) {
+          ++path.back().second;
+          Operation *def = op->getOperand(next).getDefiningOp();
+          if (def && split.recomputed.contains(def) && !placed.contains(def))
+            path.push_back({def, 0});
+          continue;
+        }
+        path.pop_back();
+        if (placed.insert(op).second)
+          order.push_back(op);
+      }
+    };
+    for (Operation *op : split.backward)
+      place(op);
+    return order;
   }
 
   /// A private function of `leadingArgs` then `args` running a clone of

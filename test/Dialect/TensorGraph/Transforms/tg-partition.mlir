@@ -59,5 +59,36 @@ func.func @main(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<data>},
   return %l : tensor<f32>
 }
 
+// -----
+
+// Two such layers: the backward recomputes each layer's exp and tanh from
+// its saved sigmoid just before it first needs them, the second layer's
+// first (as AOTAutograd's backward), not every layer's at its start, which
+// would hold them all at once.
+// MINCUT: func.func private @backward
+// MINCUT-SAME: (%[[S1:[a-z0-9]+]]: tensor<4x8xf32>, %[[S2:[a-z0-9]+]]: tensor<4x8xf32>
+// MINCUT: %[[E2:.*]] = tg.exp %[[S2]]
+// MINCUT: tg.tanh %[[E2]]
+// MINCUT: tg.matmul
+// MINCUT: %[[E1:.*]] = tg.exp %[[S1]]
+// MINCUT: tg.tanh %[[E1]]
+// MINCUT: return
+func.func @main(%x: tensor<4x8xf32> {tg.name = "x", tg.role = #tg.role<data>},
+                %w1: tensor<8x8xf32> {tg.name = "w1", tg.role = #tg.role<param>},
+                %w2: tensor<8x8xf32> {tg.name = "w2", tg.role = #tg.role<param>})
+    -> (tensor<f32> {tg.name = "loss", tg.role = #tg.role<loss>}) {
+  %h1 = tg.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x8xf32>
+  %s1 = tg.sigmoid %h1 : tensor<4x8xf32>
+  %e1 = tg.exp %s1 : tensor<4x8xf32>
+  %t1 = tg.tanh %e1 : tensor<4x8xf32>
+  %h2 = tg.matmul %t1, %w2 : tensor<4x8xf32>, tensor<8x8xf32>
+  %s2 = tg.sigmoid %h2 : tensor<4x8xf32>
+  %e2 = tg.exp %s2 : tensor<4x8xf32>
+  %t2 = tg.tanh %e2 : tensor<4x8xf32>
+  %q = tg.mul %t2, %t2 : tensor<4x8xf32>, tensor<4x8xf32>
+  %l = tg.sum %q dims [0, 1] : tensor<4x8xf32>
+  return %l : tensor<f32>
+}
+
 // The policy is a checked option: the option parser names the bad value.
 // POLICY: for the --policy option: Cannot find option named 'greedy'!

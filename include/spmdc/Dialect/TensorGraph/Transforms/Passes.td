@@ -166,8 +166,11 @@ def TgPartition : Pass<"tg-partition", "::mlir::ModuleOp"> {
     to the backward, 100), where only cheap ops (elementwise, shape,
     broadcast, factories) may be recomputed in the backward and matmuls,
     reductions, gathers and random ops never are. It never saves more bytes
-    than save-all. The module gets a `tg.partition` attribute with both
-    figures, which the compile report states.
+    than save-all. Each recomputed op goes just before the backward's first
+    use of it (AOTAutograd's reordering_to_mimic_autograd_engine), so that
+    the backward holds one layer's recomputed values at a time. The module
+    gets a `tg.partition` attribute with both figures, which the compile
+    report states.
 
     After (shape):
     ```mlir
