@@ -12,8 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "spmdc/Conversion/Passes.h"
+#include "spmdc/Support/InlineCall.h"
 
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace spmdc {
@@ -24,20 +24,6 @@ namespace spmdc {
 using namespace mlir;
 
 namespace {
-
-/// Replaces `call` by a copy of `callee`'s body.
-void inlineAt(func::CallOp call, func::FuncOp callee) {
-  Block &body = callee.getBody().front();
-  IRMapping mapping;
-  mapping.map(body.getArguments(), call.getOperands());
-  OpBuilder b(call);
-  for (Operation &op : body.without_terminator())
-    b.clone(op, mapping);
-  for (auto [result, returned] :
-       llvm::zip(call.getResults(), body.getTerminator()->getOperands()))
-    result.replaceAllUsesWith(mapping.lookupOrDefault(returned));
-  call.erase();
-}
 
 /// The one use of `fn`'s symbol in `module`, if it is a call from another
 /// function; else null.
@@ -61,7 +47,7 @@ struct InlineSingleCallsPass
       if (!fn.isPrivate() || fn.isExternal() || !fn.getBody().hasOneBlock())
         continue;
       if (func::CallOp call = singleCall(fn, module)) {
-        inlineAt(call, fn);
+        spmdc::inlineCall(call, fn);
         fn.erase();
       }
     }

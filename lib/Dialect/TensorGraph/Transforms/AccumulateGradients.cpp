@@ -15,6 +15,7 @@
 #include "spmdc/Dialect/TensorGraph/IR/GraphSignature.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 #include "spmdc/Dialect/TensorGraph/Transforms/Passes.h"
+#include "spmdc/Support/InlineCall.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -42,16 +43,7 @@ LogicalResult inlineCalls(func::FuncOp fn) {
       return call.emitError("tg-accumulate-gradients: cannot inline the call "
                             "of ")
              << call.getCalleeAttr();
-    Block &body = callee.getBody().front();
-    IRMapping map;
-    map.map(body.getArguments(), call.getOperands());
-    OpBuilder b(call);
-    for (Operation &op : body.without_terminator())
-      b.clone(op, map);
-    for (auto [result, returned] :
-         llvm::zip(call.getResults(), body.getTerminator()->getOperands()))
-      result.replaceAllUsesWith(map.lookupOrDefault(returned));
-    call.erase();
+    spmdc::inlineCall(call, callee);
     callees.insert(callee);
   }
   ModuleOp module = fn->getParentOfType<ModuleOp>();
