@@ -486,7 +486,7 @@ def InlineSingleCalls : Pass<"inline-single-calls", "::mlir::ModuleOp"> {
     A function owns neither its arguments nor their buffers, so what a
     caller passes lives until the call returns. The min-cut partition
     hands `@backward` the forward's saved activations: called as a
-    function, it held every one of them to its end (GPT-2 small: 0.4 GB
+    function, it held every one of them to its end (GPT-2 small: 0.33 GB
     beside the gradients at the step's peak). A private function with a
     single block whose symbol has one use, a call from another function,
     is inlined there, so that deallocation frees each value after its last

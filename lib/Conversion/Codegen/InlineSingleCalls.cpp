@@ -3,7 +3,7 @@
 // --inline-single-calls: a function owns neither its arguments nor their
 // buffers, so what the caller passes it lives until the call returns. The
 // min-cut partition hands @backward the forward's saved activations: called
-// as a function, it held every one of them to its end (GPT-2 small: 0.4 GB
+// as a function, it held every one of them to its end (GPT-2 small: 0.33 GB
 // beside the gradients at the step's peak). A private function with one
 // single-block body and one call is inlined there, where deallocation frees
 // each passed value after its last use; no code is duplicated. @forward,
