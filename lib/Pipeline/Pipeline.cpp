@@ -107,6 +107,10 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createOverwriteDonatedBuffers());
   pm.addPass(createDropReturnedArguments());
+  // On the host, concatenations and the slices out of them without copies
+  // where nothing else touches a slice meanwhile (DDP's buckets).
+  if (options.target == Target::Cpu)
+    pm.addNestedPass<func::FuncOp>(createElideSliceCopies());
   pm.addPass(createNumberConstantGlobals());
 }
 

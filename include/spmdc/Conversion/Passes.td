@@ -129,6 +129,56 @@ def OverwriteDonatedBuffers : Pass<"overwrite-donated-buffers", "::mlir::ModuleO
   }];
 }
 
+def ElideSliceCopies : Pass<"elide-slice-copies", "::mlir::func::FuncOp"> {
+  let summary = "A buffer copied into or out of a slice of another becomes that slice";
+  let description = [{
+    Runs on buffers, after one-shot bufferization. A concatenation
+    bufferizes to a fresh buffer and a copy of each input into it; a slice
+    taken back out and reshaped, to a copy into a fresh buffer. DDP's
+    gradient buckets (`--dist-bucket-collectives`) are both: every gradient
+    was copied into its bucket before the all-reduce and out of the result
+    after it, GPT-2 small's whole model twice a step on every rank. Where
+    nothing else touches the slice meanwhile, the copy goes and the fresh
+    buffer is the slice:
+
+    - into: a static `memref.alloc` copied whole (through shape-only views:
+      reshape, collapse, expand, cast) into a contiguous static subview of
+      another, in the same block, and not used after the copy, is
+      allocated in that slice, provided every other use of the host is
+      after the copy or of a slice that does not overlap it;
+    - out of: a static `memref.alloc` whose first use is a copy of a
+      contiguous static subview of another is that slice, provided every
+      other use of the host is before the copy or of a slice that does not
+      overlap it.
+
+    Neither buffer may be returned. The host is allocated as bytes, before
+    the first buffer that goes into it, and it and every buffer in it
+    become `memref.view`s, whose layout stays the identity (what the
+    vectorizer and the calls between functions take). The CPU pipelines
+    run it.
+
+    Before:
+    ```mlir
+    %g = memref.alloc() : memref<2x4xf32>
+    linalg.fill ins(%c : f32) outs(%g : memref<2x4xf32>)
+    %bucket = memref.alloc() : memref<16xf32>
+    %flat = memref.collapse_shape %g [[0, 1]] : memref<2x4xf32> into memref<8xf32>
+    %slot = memref.subview %bucket[8] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1], offset: 8>>
+    memref.copy %flat, %slot : memref<8xf32> to memref<8xf32, strided<[1], offset: 8>>
+    ```
+
+    After:
+    ```mlir
+    %bytes = memref.alloc() : memref<64xi8>
+    %g = memref.view %bytes[%c32][] : memref<64xi8> to memref<2x4xf32>
+    linalg.fill ins(%c : f32) outs(%g : memref<2x4xf32>)
+    %bucket = memref.view %bytes[%c0][] : memref<64xi8> to memref<16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def DropReturnedArguments : Pass<"drop-returned-arguments", "::mlir::ModuleOp"> {
   let summary = "Drop a private function's results that are its own arguments' buffers";
   let description = [{
