@@ -16,7 +16,9 @@ def ConvertTgToLinalg : Pass<"convert-tg-to-linalg", "::mlir::func::FuncOp"> {
     slice and concat become tensor ops; embedding and gather read their
     table with `tensor.extract`; scatter_add and embedding_backward, whose
     outputs are not affine in their loops, are `scf.for` nests inserting
-    into a zero tensor; rand_uniform computes the interpreter's counter
+    into a zero tensor, or, where their only reader adds them to a tensor
+    of their type (a tied embedding's gradients, cross-entropy's one-hot
+    term), into that tensor, replacing the add; rand_uniform computes the interpreter's counter
     generator in integer arithmetic. Composites must have been decomposed.
     Not lowered yet: the dist collectives (the pass fails on them). Runs on
     each function, so the step's functions convert in parallel.

@@ -1,9 +1,9 @@
 //===- Indexing.cpp - tg gathers and scatters into linalg and scf ---------===//
 //
 // embedding and gather read a table at indices from another tensor;
-// their adjoints (scatter_add, embedding_backward) accumulate into zeros in
-// scf.for loop nests, the form of a scatter, which linalg's affine outputs
-// cannot state.
+// their adjoints (scatter_add, embedding_backward) accumulate into zeros (or
+// into the tensor their only reader adds them to) in scf.for loop nests,
+// the form of a scatter, which linalg's affine outputs cannot state.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,15 +121,15 @@ Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type) {
       DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
 }
 
-/// Zeros of `resultType`, then, for every index `ivs` of `iterShape`,
-/// result[target(ivs)] += source[ivs]: the adjoints of gather and embedding.
+/// `init`, then, for every index `ivs` of `iterShape`, result[target(ivs)]
+/// += source[ivs]: the adjoints of gather and embedding.
 Value scatterAccumulate(
-    OpBuilder &b, Location loc, RankedTensorType resultType,
-    ArrayRef<int64_t> iterShape, Value source,
+    OpBuilder &b, Location loc, Value init, ArrayRef<int64_t> iterShape,
+    Value source,
     function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
         target) {
   return loopNest(
-      b, loc, iterShape, zerosOf(b, loc, resultType),
+      b, loc, iterShape, init,
       [&](OpBuilder &nb, Location l, ValueRange ivs, Value acc) -> Value {
         SmallVector<Value> at = target(nb, l, ivs);
         Value old = tensor::ExtractOp::create(nb, l, acc, at);
@@ -137,6 +137,32 @@ Value scatterAccumulate(
             nb, l, old, tensor::ExtractOp::create(nb, l, source, ivs));
         return tensor::InsertOp::create(nb, l, add, acc, at);
       });
+}
+
+/// Lowers `scatter`, an adjoint that accumulates into zeros, with `build`
+/// (given the tensor to accumulate into). Where its only reader adds it to
+/// a tensor of its type (a tied embedding's two gradients; cross-entropy's
+/// one-hot term and its softmax term), it accumulates into that tensor
+/// instead and replaces the add: no zeros, no pass over both.
+LogicalResult lowerScatter(
+    Operation *scatter, PatternRewriter &rewriter,
+    function_ref<Value(OpBuilder &, Value init)> build) {
+  auto type = cast<RankedTensorType>(scatter->getResult(0).getType());
+  auto add = scatter->hasOneUse()
+                 ? dyn_cast<tg::AddOp>(*scatter->getUsers().begin())
+                 : tg::AddOp();
+  if (add && add.getLhs() != add.getRhs() && add.getType() == type &&
+      add.getLhs().getType() == add.getRhs().getType()) {
+    Value addend = add.getLhs() == scatter->getResult(0) ? add.getRhs()
+                                                         : add.getLhs();
+    rewriter.setInsertionPoint(add);
+    rewriter.replaceOp(add, build(rewriter, addend));
+    rewriter.eraseOp(scatter);
+    return success();
+  }
+  rewriter.replaceOp(scatter,
+                     build(rewriter, zerosOf(rewriter, scatter->getLoc(), type)));
+  return success();
 }
 
 Value toIndex(OpBuilder &b, Location loc, Value i) {
@@ -150,17 +176,16 @@ struct ScatterAddLowering : OpRewritePattern<tg::ScatterAddOp> {
                                 PatternRewriter &rewriter) const override {
     int64_t dim = *tg::normalizeDim(op.getDim(), op.getType().getRank());
     Value index = op.getIndex();
-    rewriter.replaceOp(
-        op, scatterAccumulate(
-                rewriter, op.getLoc(), op.getType(),
-                op.getSource().getType().getShape(), op.getSource(),
-                [&](OpBuilder &b, Location l, ValueRange ivs) {
-                  SmallVector<Value> at(ivs);
-                  at[dim] = toIndex(b, l,
-                                    tensor::ExtractOp::create(b, l, index, ivs));
-                  return at;
-                }));
-    return success();
+    return lowerScatter(op, rewriter, [&](OpBuilder &b, Value init) {
+      return scatterAccumulate(
+          b, op.getLoc(), init, op.getSource().getType().getShape(),
+          op.getSource(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+            SmallVector<Value> at(ivs);
+            at[dim] = toIndex(nb, l,
+                              tensor::ExtractOp::create(nb, l, index, ivs));
+            return at;
+          });
+    });
   }
 };
 
@@ -170,16 +195,15 @@ struct EmbeddingBackwardLowering : OpRewritePattern<tg::EmbeddingBackwardOp> {
   LogicalResult matchAndRewrite(tg::EmbeddingBackwardOp op,
                                 PatternRewriter &rewriter) const override {
     Value indices = op.getIndices();
-    rewriter.replaceOp(
-        op, scatterAccumulate(
-                rewriter, op.getLoc(), op.getType(),
-                op.getGrad().getType().getShape(), op.getGrad(),
-                [&](OpBuilder &b, Location l, ValueRange ivs) {
-                  Value row = tensor::ExtractOp::create(b, l, indices,
-                                                        ivs.drop_back());
-                  return SmallVector<Value>{toIndex(b, l, row), ivs.back()};
-                }));
-    return success();
+    return lowerScatter(op, rewriter, [&](OpBuilder &b, Value init) {
+      return scatterAccumulate(
+          b, op.getLoc(), init, op.getGrad().getType().getShape(),
+          op.getGrad(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+            Value row = tensor::ExtractOp::create(nb, l, indices,
+                                                  ivs.drop_back());
+            return SmallVector<Value>{toIndex(nb, l, row), ivs.back()};
+          });
+    });
   }
 };
 

@@ -109,6 +109,34 @@ func.func @scatter(%i: tensor<2x1xi64>, %s: tensor<2x1xf32>) -> tensor<2x4xf32> 
 
 // -----
 
+// A scatter whose only reader adds it to a tensor of its type accumulates
+// into that tensor: no zeros, no add (a tied embedding's two gradients,
+// cross-entropy's one-hot and softmax terms). Read twice, it stays.
+// CHECK-LABEL: func.func @scatter_into
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4xf32>, %{{.*}}: tensor<2x3x4xf32>, %{{.*}}: tensor<2x3xi64>, %[[Y:[a-z0-9]+]]: tensor<8x4xf32>
+// CHECK-NOT: arith.constant dense<0.000000e+00>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[X]])
+// CHECK-NOT: arith.constant dense<0.000000e+00>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[Y]])
+// CHECK-NOT: linalg.generic
+// CHECK: arith.constant dense<0.000000e+00> : tensor<8x4xf32>
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+func.func @scatter_into(%i: tensor<2x1xi64>, %s: tensor<2x1xf32>, %x: tensor<2x4xf32>,
+                        %g: tensor<2x3x4xf32>, %tok: tensor<2x3xi64>, %y: tensor<8x4xf32>)
+    -> (tensor<2x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+  %0 = tg.scatter_add %i, %s dim 1 : tensor<2x1xi64>, tensor<2x1xf32> to tensor<2x4xf32>
+  %1 = tg.add %x, %0 : tensor<2x4xf32>, tensor<2x4xf32>
+  %2 = tg.embedding_backward %g, %tok : tensor<2x3x4xf32>, tensor<2x3xi64> to tensor<8x4xf32>
+  %3 = tg.add %2, %y : tensor<8x4xf32>, tensor<8x4xf32>
+  %4 = tg.embedding_backward %g, %tok : tensor<2x3x4xf32>, tensor<2x3xi64> to tensor<8x4xf32>
+  %5 = tg.add %4, %y : tensor<8x4xf32>, tensor<8x4xf32>
+  %6 = tg.mul %4, %y : tensor<8x4xf32>, tensor<8x4xf32>
+  return %1, %3, %5, %6 : tensor<2x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
 // Factories.
 // CHECK-LABEL: func.func @factories
 // CHECK: arith.constant dense<1.500000e+00> : tensor<2x2xf32>
