@@ -89,8 +89,12 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
   // goes into @main, so that the saved activations are freed after theirs
   // rather than when the backward returns. After the collectives are
   // started early: a backward's gathers stay after the forward's call.
-  if (options.target == Target::Cpu)
+  // Then each parameter is updated, and its gradient freed, as soon as
+  // the gradient is final.
+  if (options.target == Target::Cpu) {
     pm.addPass(createInlineSingleCalls());
+    pm.addPass(createEarlyOptimizerUpdates());
+  }
   pm.addPass(createConvertDistToRuntime());
   pm.addPass(createConvertTgMatmulToBlas());
   // One function at a time, the step's functions in parallel.

@@ -91,9 +91,13 @@ def OverwriteDeadInputs : Pass<"overwrite-dead-inputs", "::mlir::ModuleOp"> {
     a value that may share its buffer, after the op, and the input's buffer
     is fresh: a `tensor.empty`, a restrict-writable `to_tensor` of an
     alloc, followed through destination operands and calls, or an entry
-    point's donated argument (`--mark-donated-arguments`). Bufferized, the
-    op updates that buffer in place: it stores to cache lines it has just
-    read, and the step holds one buffer fewer. A private function's
+    point's donated argument (`--mark-donated-arguments`). Each input goes
+    to one result at most, donated arguments first: the caller holds a
+    donated buffer for the whole step, so a result placed elsewhere (AdamW's
+    new v over the gradient) would hold a second buffer until the step
+    returns. Bufferized, the op updates that buffer in place: it stores to
+    cache lines it has just read, and the step holds one buffer fewer. A
+    private function's
     arguments are left to `--overwrite-donated-buffers`.
 
     Before:
@@ -566,6 +570,42 @@ def InlineSingleCalls : Pass<"inline-single-calls", "::mlir::ModuleOp"> {
       %g = tg.neg %s : tensor<4xf32>
       return %g : tensor<4xf32>
     }
+    ```
+  }];
+}
+
+def EarlyOptimizerUpdates : Pass<"early-optimizer-updates", "::mlir::ModuleOp"> {
+  let summary = "Update each parameter as soon as its gradient is final";
+  let description = [{
+    The optimizer's update (the ops `--tg-optimizer` marks `tg.update`)
+    follows the whole backward, so at the step's end every gradient is
+    alive at once (GPT-2 small: 0.5 GB) beside what the backward still
+    holds. In each single-block function, each update op moves up to just
+    after the last of its operands and of the other readers of the
+    arguments it reads (the parameter's last use in the backward, so that
+    the update still overwrites the donated parameter in place): a
+    parameter is updated, and its gradient freed, as soon as the gradient
+    is final, as PyTorch's optimizer-in-backward hooks do. Update ops
+    computed from arguments and other such ops alone (beta1 * m, the step
+    count) move down instead, to just before their first reader, so that
+    they hold no buffer from the step's start. The sums are the same.
+    What needs every gradient (`--clip-grad-norm`'s norm) keeps the
+    updates after it. The CPU pipelines run it after
+    `--inline-single-calls`, where `@backward`'s ops are in `@main`.
+
+    Before:
+    ```mlir
+    %g1 = tg.matmul ...                        // w1's gradient
+    %g2 = tg.matmul ...                        // w2's gradient, later
+    %m1 = tg.mul %arg_m1, %b1 {tg.update} ...
+    %n1 = tg.sub %arg_w1, %g1 {tg.update} ...
+    ```
+    After:
+    ```mlir
+    %g1 = tg.matmul ...
+    %m1 = tg.mul %arg_m1, %b1 {tg.update} ...
+    %n1 = tg.sub %arg_w1, %g1 {tg.update} ...
+    %g2 = tg.matmul ...
     ```
   }];
 }

@@ -154,3 +154,32 @@ func.func @not_pointwise(%x: tensor<4x4xf32>, %n: index) -> tensor<4x4xf32> {
   }
   return %r : tensor<4x4xf32>
 }
+
+// AdamW's shape: two results, a donated state and a fresh gradient both
+// dead after the op. Each result takes a buffer of its own, the donated
+// argument first: a result written over the gradient would hold it until
+// the step returns while the caller still holds the state's buffer.
+// CHECK-LABEL: func.func @donated_first
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<8xf32> {spmdc.donated}
+// CHECK: %[[G:.*]] = linalg.generic
+// CHECK: linalg.generic {{.*}} ins(%[[G]], %[[M]] : tensor<8xf32>, tensor<8xf32>) outs(%[[M]], %[[G]] : tensor<8xf32>, tensor<8xf32>)
+func.func @donated_first(%x: tensor<8xf32>, %m: tensor<8xf32> {spmdc.donated})
+    -> (tensor<8xf32>, tensor<8xf32>) {
+  %e0 = tensor.empty() : tensor<8xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<8xf32>) outs(%e0 : tensor<8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = arith.mulf %v, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %e2 = tensor.empty() : tensor<8xf32>
+  %r:2 = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel"]}
+      ins(%g, %m : tensor<8xf32>, tensor<8xf32>) outs(%e1, %e2 : tensor<8xf32>, tensor<8xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32, %p: f32):
+    %s = arith.addf %v, %w : f32
+    %t = arith.mulf %v, %w : f32
+    linalg.yield %s, %t : f32, f32
+  } -> (tensor<8xf32>, tensor<8xf32>)
+  return %r#0, %r#1 : tensor<8xf32>, tensor<8xf32>
+}

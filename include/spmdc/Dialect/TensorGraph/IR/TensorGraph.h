@@ -157,7 +157,8 @@ inline constexpr llvm::StringLiteral kConstantBuffersAttr =
 /// Module attribute: the model's name.
 inline constexpr llvm::StringLiteral kModelAttr = "tg.model";
 /// Op attribute (unit): the op belongs to the optimizer update, which runs
-/// after the backward.
+/// after the backward (--early-optimizer-updates moves each update to where
+/// its gradient is final).
 inline constexpr llvm::StringLiteral kUpdateAttr = "tg.update";
 /// Op attribute (unit): autodiff treats the op's result as a constant,
 /// because the loss does not depend on it (a softmax's stabilizing max).
