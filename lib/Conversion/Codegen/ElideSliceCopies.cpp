@@ -95,11 +95,10 @@ Value reshapedBuffer(Value v) {
 }
 
 /// Where the ops of a block that use a buffer, through any value that may
-/// share it, lie: the first and the last, as ancestors in the block. A
-/// value an op derives from the buffer (any memref it returns, or the op
-/// in the block that holds it returns) may share it; `escapes` when one is
-/// returned from the function or used in another block's ancestor chain
-/// outside this block.
+/// share it, lie: the first and the last, as ancestors in the block. Any
+/// memref an op returns from the buffer, or that the op of the block
+/// holding it returns, may share it. `escapes` when one is returned from
+/// the function or used outside the block.
 struct Span {
   Operation *first = nullptr, *last = nullptr;
   bool escapes = false;
