@@ -18,6 +18,7 @@
 
 #include "spmdc/Conversion/Passes.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+#include "spmdc/Support/BlockOrder.h"
 
 #include "llvm/ADT/DenseSet.h"
 
@@ -31,15 +32,6 @@ using namespace mlir;
 namespace {
 
 bool isUpdate(Operation *op) { return op->hasAttr(spmdc::tg::kUpdateAttr); }
-
-/// The later of two ops of one block (either may be null).
-Operation *later(Operation *a, Operation *b) {
-  if (!a)
-    return b;
-  if (!b)
-    return a;
-  return a->isBeforeInBlock(b) ? b : a;
-}
 
 void scheduleUpdates(Block &block) {
   SmallVector<Operation *> updates;
@@ -62,14 +54,14 @@ void scheduleUpdates(Block &block) {
     for (Value v : u->getOperands()) {
       if (Operation *def = v.getDefiningOp()) {
         if (!floating.contains(def))
-          after = later(after, block.findAncestorOpInBlock(*def));
+          after = spmdc::laterInBlock(after, block.findAncestorOpInBlock(*def));
         continue;
       }
       // The argument's other readers first: the update then overwrites it.
       for (Operation *user : v.getUsers())
         if (Operation *reader = block.findAncestorOpInBlock(*user);
             reader && reader != u && !isUpdate(reader))
-          after = later(after, reader);
+          after = spmdc::laterInBlock(after, reader);
     }
     if (after && after->isBeforeInBlock(u))
       u->moveAfter(after);

@@ -20,6 +20,7 @@
 
 #include "spmdc/Dialect/Dist/Transforms/Passes.h"
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraph.h"
+#include "spmdc/Support/BlockOrder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -110,15 +111,6 @@ void sinkMovingUsers(Value value, Block &block,
   }
 }
 
-/// The later of two ops of a block (null: the block's start).
-Operation *later(Operation *a, Operation *b) {
-  if (!a)
-    return b;
-  if (!b)
-    return a;
-  return a->isBeforeInBlock(b) ? b : a;
-}
-
 /// Moves `op` (an op of `block` that only moves values: the concat and
 /// reshapes that make a ZeRO-3 group's flat buffer of its parameters) and
 /// first the like ops it reads, up to just after the last of its operands'
@@ -132,7 +124,7 @@ Operation *hoistMoving(Operation *op, Block &block, Operation *floor) {
       continue;
     if (def->hasTrait<tg::OpTrait::MovesValues>())
       hoistMoving(def, block, floor);
-    after = later(after, def);
+    after = laterInBlock(after, def);
   }
   if (after && !after->isBeforeInBlock(op))
     return op->getPrevNode();
@@ -186,7 +178,7 @@ void overlapBlock(Block &block, unsigned prefetchDepth) {
     if (prefetch && prefetchDepth == 0)
       floor = op->getPrevNode();
     else if (prefetch)
-      floor = later(prefetchWaits.size() >= prefetchDepth
+      floor = laterInBlock(prefetchWaits.size() >= prefetchDepth
                         ? prefetchWaits[prefetchWaits.size() - prefetchDepth]
                         : nullptr,
                     lastPrefetchIssue);
