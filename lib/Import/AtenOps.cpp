@@ -807,6 +807,18 @@ LogicalResult attention(Node &n) {
   std::optional<Value> mask = n.optionalTensor("attn_mask");
   if (mask && !tg::typeOf(*mask).getElementType().isInteger(1))
     *mask = n.cast(*mask, tg::typeOf(q).getElementType());
+  // The op's shape rule first: on operands it rejects the builder would end
+  // the process (found by fuzz/pt2-fuzzer.cpp: an i32 query beside f64 keys
+  // and values); this way the rule's diagnostic names the node.
+  SmallVector<Value> operands{q, k, v};
+  if (mask)
+    operands.push_back(*mask);
+  MLIRContext *context = n.b.getContext();
+  SmallVector<Type> types;
+  if (failed(tg::ScaledDotProductAttentionOp::inferReturnTypes(
+          context, n.loc, operands, DictionaryAttr::get(context),
+          OpaqueProperties(nullptr), RegionRange(), types)))
+    return failure();
   if (n.has("enable_gqa") && !*n.boolean("enable_gqa", false) &&
       tg::typeOf(q).getDimSize(1) != tg::typeOf(k).getDimSize(1))
     return n.error() << "attention with fewer key/value heads needs "
