@@ -113,8 +113,12 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createDropReturnedArguments());
   // On the host, concatenations and the slices out of them without copies
   // where nothing else touches a slice meanwhile (DDP's buckets).
-  if (options.target == Target::Cpu)
+  // Then each all-reduce whose input dies at it reduces in the input's
+  // buffer.
+  if (options.target == Target::Cpu) {
     pm.addNestedPass<func::FuncOp>(createElideSliceCopies());
+    pm.addNestedPass<func::FuncOp>(createAllReduceInPlace());
+  }
   pm.addPass(createNumberConstantGlobals());
 }
 

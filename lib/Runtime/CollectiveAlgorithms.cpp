@@ -645,7 +645,8 @@ int64_t startCollective(int32_t kind, const void *in, void *out, int32_t rank,
     case SPMD_COLLECTIVE_ALL_REDUCE:
     case SPMD_COLLECTIVE_ALL_REDUCE_MAX: {
       // In place on `out`, in pieces within MPI's int counts.
-      std::memcpy(out, in, bytes);
+      if (out != in)
+        std::memcpy(out, in, bytes);
       const int64_t piece = int64_t(1) << 30;
       s.requests.reserve((block + piece - 1) / piece);
       for (int64_t done = 0; done < block; done += piece) {

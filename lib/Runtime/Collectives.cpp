@@ -240,7 +240,9 @@ void collective(int32_t dtype, size_t elementBytes, int32_t kind, int64_t dim,
     int64_t count = 1;
     for (int64_t size : in.shape)
       count *= size;
-    std::memcpy(out.data, in.data, count * elementBytes);
+    // One buffer where the input dies at the call (--all-reduce-in-place).
+    if (out.data != in.data)
+      std::memcpy(out.data, in.data, count * elementBytes);
     allReduce(out.data, count, dtype, axes.data(), numAxes, transport,
               kind == SPMD_COLLECTIVE_ALL_REDUCE_MAX);
     return;

@@ -185,6 +185,38 @@ def ElideSliceCopies : Pass<"elide-slice-copies", "::mlir::func::FuncOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def AllReduceInPlace : Pass<"all-reduce-in-place", "::mlir::func::FuncOp"> {
+  let summary = "An all-reduce whose input dies at it reduces in the input's buffer";
+  let description = [{
+    Runs on buffers, after one-shot bufferization (and after
+    `--elide-slice-copies`). A collective is a call of the runtime's
+    `spmd_collective_<dtype>` on its input's buffer and a fresh output
+    buffer; the runtime's all-reduce copies the input into the output and
+    reduces there. Where the input's memory is touched by nothing after
+    the call and the output's by nothing before it (views and casts aside),
+    both whole static allocations of one type in the call's block, the
+    output's allocation goes and its uses take the input's: the runtime
+    then skips the copy (it sees one buffer), and the step holds one
+    buffer fewer. DDP's gradient buckets are such inputs: the whole model
+    a step on every rank. The CPU pipelines run it.
+
+    Before:
+    ```mlir
+    %in = memref.alloc() : memref<8xf32>
+    linalg.fill ins(%c : f32) outs(%in : memref<8xf32>)
+    %out = memref.alloc() : memref<8xf32>
+    call @spmd_collective_f32(%all_reduce, %c0, %c0, %c1, %in_cast, %out_cast)
+    ```
+
+    After:
+    ```mlir
+    %in = memref.alloc() : memref<8xf32>
+    linalg.fill ins(%c : f32) outs(%in : memref<8xf32>)
+    call @spmd_collective_f32(%all_reduce, %c0, %c0, %c1, %in_cast, %in_cast2)
+    ```
+  }];
+}
+
 def DropReturnedArguments : Pass<"drop-returned-arguments", "::mlir::ModuleOp"> {
   let summary = "Drop a private function's results that are its own arguments' buffers";
   let description = [{

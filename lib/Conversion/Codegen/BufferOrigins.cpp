@@ -4,6 +4,7 @@
 
 #include "spmdc/Conversion/Passes.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -235,6 +236,41 @@ Value allocatedBuffer(Value memref) {
       function.getArgAttr(argument.getArgNumber(), kNoAliasAttrName))
     return memref;
   return nullptr;
+}
+
+BufferSpan spanOf(Value buffer, Block *block,
+                  const DenseSet<Operation *> &ignored, bool viewsAreUses) {
+  BufferSpan span;
+  SmallVector<Value> pending{buffer};
+  DenseSet<Value> seen{buffer};
+  auto share = [&](Operation *op) {
+    for (Value result : op->getResults())
+      if (isa<BaseMemRefType>(result.getType()) && seen.insert(result).second)
+        pending.push_back(result);
+  };
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (ignored.contains(user))
+        continue;
+      Operation *ancestor = block->findAncestorOpInBlock(*user);
+      if (!ancestor || isa<func::ReturnOp>(user)) {
+        span.escapes = true;
+        continue;
+      }
+      share(user);
+      if (ancestor != user)
+        share(ancestor);
+      if (!viewsAreUses && ancestor == user &&
+          isa<ViewLikeOpInterface, memref::CastOp>(user))
+        continue;
+      if (!span.first || ancestor->isBeforeInBlock(span.first))
+        span.first = ancestor;
+      if (!span.last || span.last->isBeforeInBlock(ancestor))
+        span.last = ancestor;
+    }
+  }
+  return span;
 }
 
 } // namespace spmdc

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace spmdc {
@@ -66,6 +67,24 @@ bool isElementwiseResult(mlir::linalg::GenericOp generic,
 /// writing it.
 bool readsOnlyAt(mlir::linalg::GenericOp generic, mlir::Value v,
                  mlir::AffineMap map);
+
+/// Where the ops of a block that use a buffer, through any value that may
+/// share it, lie: the first and the last, as ancestors in the block. Any
+/// memref an op returns from the buffer, or that the op of the block
+/// holding it returns, may share it. `escapes` when one is returned from
+/// the function or used outside the block.
+struct BufferSpan {
+  mlir::Operation *first = nullptr, *last = nullptr;
+  bool escapes = false;
+};
+
+/// The span of `buffer`'s uses in `block`, leaving out the ops in
+/// `ignored`. Without `viewsAreUses`, an op that only makes another name
+/// for the memory (a view or a cast) is followed but not counted: the
+/// span is then of the ops that may read or write the memory.
+BufferSpan spanOf(mlir::Value buffer, mlir::Block *block,
+                  const llvm::DenseSet<mlir::Operation *> &ignored = {},
+                  bool viewsAreUses = true);
 
 /// The argument attribute (LLVM::LLVMDialect::getNoAliasAttrName()) saying
 /// no other argument of the call shares the argument's memory; the

@@ -23,6 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferOrigins.h"
+
 #include "spmdc/Conversion/Passes.h"
 
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
@@ -94,48 +96,6 @@ Value reshapedBuffer(Value v) {
   return v;
 }
 
-/// Where the ops of a block that use a buffer, through any value that may
-/// share it, lie: the first and the last, as ancestors in the block. Any
-/// memref an op returns from the buffer, or that the op of the block
-/// holding it returns, may share it. `escapes` when one is returned from
-/// the function or used outside the block.
-struct Span {
-  Operation *first = nullptr, *last = nullptr;
-  bool escapes = false;
-};
-
-Span spanOf(Value buffer, Block *block,
-            const DenseSet<Operation *> &ignored = {}) {
-  Span span;
-  SmallVector<Value> pending{buffer};
-  DenseSet<Value> seen{buffer};
-  auto share = [&](Operation *op) {
-    for (Value result : op->getResults())
-      if (isa<BaseMemRefType>(result.getType()) && seen.insert(result).second)
-        pending.push_back(result);
-  };
-  while (!pending.empty()) {
-    Value value = pending.pop_back_val();
-    for (Operation *user : value.getUsers()) {
-      if (ignored.contains(user))
-        continue;
-      Operation *ancestor = block->findAncestorOpInBlock(*user);
-      if (!ancestor || isa<func::ReturnOp>(user)) {
-        span.escapes = true;
-        continue;
-      }
-      if (!span.first || ancestor->isBeforeInBlock(span.first))
-        span.first = ancestor;
-      if (!span.last || span.last->isBeforeInBlock(ancestor))
-        span.last = ancestor;
-      share(user);
-      if (ancestor != user)
-        share(ancestor);
-    }
-  }
-  return span;
-}
-
 /// A slice copy that can go: `buffer`, a fresh buffer, becomes the elements
 /// `region` of `host`.
 struct Fold {
@@ -156,7 +116,7 @@ bool hostFreeAround(memref::AllocOp host, memref::SubViewOp slice,
       if (std::optional<Region> r = contiguousRegion(other);
           r && !r->overlaps(region))
         elsewhere.insert(other);
-  Span span = spanOf(host, copy->getBlock(), elsewhere);
+  spmdc::BufferSpan span = spmdc::spanOf(host, copy->getBlock(), elsewhere);
   if (span.escapes)
     return false;
   if (!span.first)
@@ -183,7 +143,7 @@ std::optional<Fold> foldOf(memref::CopyOp copy) {
             host.getType().getElementType() ||
         buffer.getType().getNumElements() != region->end - region->begin)
       continue;
-    Span span = spanOf(buffer, block);
+    spmdc::BufferSpan span = spmdc::spanOf(buffer, block);
     if (span.escapes ||
         (into ? span.last != copy.getOperation()
               : span.first != copy.getOperation()))
