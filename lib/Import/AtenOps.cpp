@@ -321,6 +321,31 @@ LogicalResult Node::define(size_t i, Value value) {
   return success();
 }
 
+LogicalResult Node::addInferredTypes(
+    OperationState &state,
+    function_ref<LogicalResult(SmallVectorImpl<Type> &)> rule) {
+  // The tg rules say why they fail (emitOptionalError at the node); this
+  // watches for an error so that one that did not is not a silent failure.
+  bool reported = false;
+  SmallVector<Type> types;
+  LogicalResult inferred = failure();
+  {
+    ScopedDiagnosticHandler watch(b.getContext(), [&](Diagnostic &diag) {
+      reported |= diag.getSeverity() == DiagnosticSeverity::Error;
+      return failure(); // Passed on to the importer's handler.
+    });
+    inferred = rule(types);
+  }
+  if (succeeded(inferred)) {
+    state.addTypes(types);
+    return success();
+  }
+  if (!reported)
+    error() << "'" << state.name << "' refuses operands of types "
+            << ValueRange(state.operands).getTypes();
+  return failure();
+}
+
 //===----------------------------------------------------------------------===//
 // Mappings
 //===----------------------------------------------------------------------===//
@@ -354,7 +379,7 @@ Mapping unary() {
     TRY(x, n.tensor("self"));
     // Float ops on integer inputs compute in the result's type.
     x = n.cast(x, outElement(n));
-    return n.define(0, OpT::create(n.b, n.loc, x));
+    return n.define(0, n.create<OpT>(x));
   };
 }
 
@@ -372,17 +397,7 @@ Mapping binary(bool hasAlpha = false) {
       if (alpha != 1.0)
         b = n.math().mul(b, n.math().scalar(b, alpha));
     }
-    // The op's own shape rule first: on shapes that do not broadcast the
-    // builder would end the process (found by fuzz/pt2-fuzzer.cpp: a bias
-    // whose metadata says [33] added to [128, 32]); this way the rule's
-    // diagnostic names the node.
-    SmallVector<Type> types;
-    if (failed(OpT::inferReturnTypes(
-            n.b.getContext(), n.loc, ValueRange{a, b},
-            DictionaryAttr::get(n.b.getContext()), OpaqueProperties(nullptr),
-            RegionRange(), types)))
-      return failure();
-    return n.define(0, OpT::create(n.b, n.loc, a, b));
+    return n.define(0, n.create<OpT>(a, b));
   };
 }
 
@@ -402,8 +417,8 @@ Mapping comparison(tg::ComparePredicate predicate) {
       el = isa<FloatType>(el) ? el
            : isa<FloatType>(otherEl) ? otherEl
                                       : n.b.getI64Type();
-    return n.define(0, n.math().compare(predicate, n.cast(*self, el),
-                                        n.cast(other, el)));
+    return n.define(0, n.create<tg::CompareOp>(predicate, n.cast(*self, el),
+                                               n.cast(other, el)));
   };
 }
 
@@ -413,13 +428,17 @@ Value toBool(Node &n, Value x) {
   return n.math().compare(tg::ComparePredicate::ne, x, n.math().scalar(x, 0.0));
 }
 
-/// Dims of a reduction: an empty or absent list means all of them.
+/// Dims of a reduction: an empty or absent list means all of them. They
+/// pass the reductions' shape rule (in range, none repeated) here, for the
+/// mappings that reduce through GraphMath, which does not check them.
 FailureOr<SmallVector<int64_t>> reductionDims(Node &n, Value x,
                                               StringRef name) {
   TRY(dims, n.integers(name, SmallVector<int64_t>{}));
   if (dims.empty())
     for (int64_t d = 0; d < tg::typeOf(x).getRank(); ++d)
       dims.push_back(d);
+  if (failed(n.check<tg::SumOp>(x, dims, /*keepdim=*/false)))
+    return failure();
   return dims;
 }
 
@@ -430,7 +449,7 @@ Mapping reduction(StringRef dimName) {
     x = n.cast(x, outElement(n));
     TRY(dims, reductionDims(n, x, dimName));
     TRY(keep, n.boolean("keepdim", false));
-    return n.define(0, OpT::create(n.b, n.loc, x, dims, keep));
+    return n.define(0, n.create<OpT>(x, dims, keep));
   };
 }
 
@@ -466,7 +485,7 @@ LogicalResult permute(Node &n) {
       return n.error() << "permute's dims repeat dim " << d;
     seen.set(d);
   }
-  return n.define(0, tg::TransposeOp::create(n.b, n.loc, x, dims));
+  return n.define(0, n.create<tg::TransposeOp>(x, dims));
 }
 
 LogicalResult transposeInt(Node &n) {
@@ -480,15 +499,14 @@ LogicalResult transposeInt(Node &n) {
   if (failed(normalizeDim(n, d0, rank)) || failed(normalizeDim(n, d1, rank)))
     return failure();
   std::swap(perm[d0], perm[d1]);
-  return n.define(0, tg::TransposeOp::create(n.b, n.loc, x, perm));
+  return n.define(0, n.create<tg::TransposeOp>(x, perm));
 }
 
 LogicalResult transpose2d(Node &n) {
   TRY(x, n.tensor("self"));
   if (tg::typeOf(x).getRank() < 2)
     return n.define(0, x);
-  return n.define(0, tg::TransposeOp::create(n.b, n.loc, x,
-                                             ArrayRef<int64_t>{1, 0}));
+  return n.define(0, n.create<tg::TransposeOp>(x, ArrayRef<int64_t>{1, 0}));
 }
 
 LogicalResult expand(Node &n) {
@@ -508,7 +526,7 @@ LogicalResult matmul(Node &n) {
   TRY(b, n.tensor(n.has("mat2") ? "mat2" : "other"));
   if (tg::typeOf(a).getRank() < 2 || tg::typeOf(b).getRank() < 2)
     return n.error() << "matmul of 1-D tensors is not supported";
-  return n.define(0, tg::MatmulOp::create(n.b, n.loc, a, b));
+  return n.define(0, n.create<tg::MatmulOp>(a, b));
 }
 
 LogicalResult addmm(Node &n) {
@@ -517,26 +535,13 @@ LogicalResult addmm(Node &n) {
   TRY(b, n.tensor("mat2"));
   TRY(beta, n.number("beta", 1.0));
   TRY(alpha, n.number("alpha", 1.0));
+  TRY(product, n.create<tg::MatmulOp>(a, b));
   tg::GraphMath m = n.math();
-  // The shape rules first, so that shapes the metadata gets wrong are a
-  // diagnostic, not the builder's fatal error (found by fuzz/pt2-fuzzer.cpp).
-  MLIRContext *context = n.b.getContext();
-  SmallVector<Type> types;
-  if (failed(tg::MatmulOp::inferReturnTypes(
-          context, n.loc, ValueRange{a, b}, DictionaryAttr::get(context),
-          OpaqueProperties(nullptr), RegionRange(), types)))
-    return failure();
-  Value product = tg::MatmulOp::create(n.b, n.loc, a, b);
-  types.clear();
-  if (failed(tg::AddOp::inferReturnTypes(
-          context, n.loc, ValueRange{product, bias}, DictionaryAttr::get(context),
-          OpaqueProperties(nullptr), RegionRange(), types)))
-    return failure();
   if (alpha != 1.0)
     product = m.mul(product, m.scalar(product, alpha));
   if (beta != 1.0)
     bias = m.mul(bias, m.scalar(bias, beta));
-  return n.define(0, m.add(product, bias));
+  return n.define(0, n.create<tg::AddOp>(product, bias));
 }
 
 /// Python slice bounds: negative counts from the end, clamped to the dim.
@@ -557,7 +562,7 @@ LogicalResult slice(Node &n) {
   };
   start = clamp(start);
   end = std::max(clamp(end), start);
-  return n.define(0, tg::SliceOp::create(n.b, n.loc, x, dim, start, end, step));
+  return n.define(0, n.create<tg::SliceOp>(x, dim, start, end, step));
 }
 
 LogicalResult selectInt(Node &n) {
@@ -569,7 +574,7 @@ LogicalResult selectInt(Node &n) {
     return failure();
   if (index < 0)
     index += tg::typeOf(x).getDimSize(dim);
-  Value s = tg::SliceOp::create(n.b, n.loc, x, dim, index, index + 1, 1);
+  TRY(s, n.create<tg::SliceOp>(x, dim, index, index + 1, 1));
   RankedTensorType out = n.outputType(0);
   return n.define(0, tg::ReshapeOp::create(
                          n.b, n.loc,
@@ -597,8 +602,7 @@ LogicalResult splitWithSizes(Node &n, bool bySize) {
   }
   int64_t start = 0;
   for (auto [i, s] : llvm::enumerate(sizes)) {
-    if (failed(n.define(i, tg::SliceOp::create(n.b, n.loc, x, dim, start,
-                                               start + s, 1))))
+    if (failed(n.define(i, n.create<tg::SliceOp>(x, dim, start, start + s, 1))))
       return failure();
     start += s;
   }
@@ -628,7 +632,7 @@ LogicalResult cat(Node &n) {
     return n.define(0, xs.front());
   if (failed(normalizeDim(n, dim, out.getRank())))
     return failure();
-  return n.define(0, tg::ConcatOp::create(n.b, n.loc, xs, dim));
+  return n.define(0, n.create<tg::ConcatOp>(xs, dim));
 }
 
 LogicalResult toCopy(Node &n) {
@@ -648,13 +652,17 @@ LogicalResult layerNorm(Node &n) {
   TRY(x, n.tensor("input"));
   TRY(shape, n.integers("normalized_shape"));
   TRY(eps, n.number("eps", 1e-5));
-  auto paramType =
-      RankedTensorType::get(shape, tg::typeOf(x).getElementType());
+  // The statistics below reduce over these dims (through GraphMath).
+  RankedTensorType type = tg::typeOf(x);
+  if (shape.size() > static_cast<size_t>(type.getRank()) ||
+      type.getShape().take_back(shape.size()) != ArrayRef<int64_t>(shape))
+    return n.error() << "normalized_shape " << shapeString(shape)
+                     << " is not the last dims of the input " << type;
+  auto paramType = RankedTensorType::get(shape, type.getElementType());
   Value w = normParameter(n, "weight", paramType, 1.0);
   Value b = normParameter(n, "bias", paramType, 0.0);
-  Value y = tg::LayerNormOp::create(n.b, n.loc, x, w, b,
-                                    n.b.getF64FloatAttr(eps));
-  if (failed(n.define(0, y)))
+  if (failed(n.define(
+          0, n.create<tg::LayerNormOp>(x, w, b, n.b.getF64FloatAttr(eps)))))
     return failure();
   if (n.numOutputs() < 3)
     return success();
@@ -667,8 +675,7 @@ LogicalResult layerNorm(Node &n) {
   Value mean = m.mean(x, dims, true);
   Value centered = m.sub(x, mean);
   Value variance = m.mean(m.mul(centered, centered), dims, true);
-  Value rstd = tg::RsqrtOp::create(n.b, n.loc,
-                                   m.add(variance, m.scalar(variance, eps)));
+  TRY(rstd, n.create<tg::RsqrtOp>(m.add(variance, m.scalar(variance, eps))));
   if (failed(n.define(1, mean)))
     return failure();
   return n.define(2, rstd);
@@ -679,22 +686,20 @@ LogicalResult softmaxLike(Node &n) {
   TRY(x, n.tensor("self"));
   TRY(dim, n.integer("dim"));
   x = n.cast(x, outElement(n));
-  return n.define(0, OpT::create(n.b, n.loc, x, dim));
+  return n.define(0, n.create<OpT>(x, dim));
 }
 
 LogicalResult gelu(Node &n) {
   TRY(x, n.tensor("self"));
   TRY(approximate, n.string("approximate", "none"));
-  return n.define(0, tg::GeluOp::create(n.b, n.loc, x,
-                                        n.b.getStringAttr(approximate)));
+  return n.define(0, n.create<tg::GeluOp>(x, n.b.getStringAttr(approximate)));
 }
 
 LogicalResult pow(Node &n) {
   Type el = outElement(n);
   TRY(a, n.tensorOrScalar("self", el));
   TRY(b, n.tensorOrScalar("exponent", el));
-  return n.define(0, tg::PowOp::create(n.b, n.loc, n.cast(a, el),
-                                       n.cast(b, el)));
+  return n.define(0, n.create<tg::PowOp>(n.cast(a, el), n.cast(b, el)));
 }
 
 LogicalResult where(Node &n) {
@@ -702,29 +707,29 @@ LogicalResult where(Node &n) {
   Type el = outElement(n);
   TRY(a, n.tensorOrScalar("self", el));
   TRY(b, n.tensorOrScalar("other", el));
-  return n.define(0, n.math().select(toBool(n, c), n.cast(a, el),
-                                     n.cast(b, el)));
+  return n.define(
+      0, n.create<tg::SelectOp>(toBool(n, c), n.cast(a, el), n.cast(b, el)));
 }
 
 LogicalResult maskedFill(Node &n) {
   TRY(x, n.tensor("self"));
   TRY(mask, n.tensor("mask"));
-  TRY(value, n.tensorOrScalar("value", tg::typeOf(x).getElementType()));
-  return n.define(0, n.math().select(toBool(n, mask),
-                                     n.cast(value, tg::typeOf(x).getElementType()),
-                                     x));
+  Type el = tg::typeOf(x).getElementType();
+  TRY(value, n.tensorOrScalar("value", el));
+  return n.define(
+      0, n.create<tg::SelectOp>(toBool(n, mask), n.cast(value, el), x));
 }
 
 LogicalResult logicalNot(Node &n) {
   TRY(x, n.tensor("self"));
-  return n.define(0, tg::NotOp::create(n.b, n.loc, toBool(n, x)));
+  return n.define(0, n.create<tg::NotOp>(toBool(n, x)));
 }
 
 template <typename OpT>
 LogicalResult logicalBinary(Node &n) {
   TRY(a, n.tensor("self"));
   TRY(b, n.tensor("other"));
-  return n.define(0, OpT::create(n.b, n.loc, toBool(n, a), toBool(n, b)));
+  return n.define(0, n.create<OpT>(toBool(n, a), toBool(n, b)));
 }
 
 LogicalResult anyDim(Node &n) {
@@ -732,7 +737,7 @@ LogicalResult anyDim(Node &n) {
   TRY(dims, reductionDims(n, x, n.has("dim") ? "dim" : "dims"));
   TRY(keep, n.boolean("keepdim", false));
   Value ints = n.cast(toBool(n, x), n.b.getI32Type());
-  Value most = tg::MaxOp::create(n.b, n.loc, ints, dims, keep);
+  TRY(most, n.create<tg::MaxOp>(ints, dims, keep));
   return n.define(0, toBool(n, most));
 }
 
@@ -772,13 +777,15 @@ LogicalResult embedding(Node &n) {
   TRY(w, n.tensor("weight"));
   TRY(indices, n.tensor("indices"));
   TRY(padding, n.integer("padding_idx", -1));
-  // PyTorch's -1 means none; a negative index counts from the end.
+  // PyTorch's -1 means none; a negative index counts from the end (of a
+  // weight with rows: the op's shape rule refuses one without).
   IntegerAttr paddingAttr;
-  if (padding != -1)
-    paddingAttr = n.b.getI64IntegerAttr(
-        padding < 0 ? padding + tg::typeOf(w).getDimSize(0) : padding);
-  return n.define(0,
-                  tg::EmbeddingOp::create(n.b, n.loc, w, indices, paddingAttr));
+  if (padding != -1) {
+    if (padding < 0 && tg::typeOf(w).getRank() > 0)
+      padding += tg::typeOf(w).getDimSize(0);
+    paddingAttr = n.b.getI64IntegerAttr(padding);
+  }
+  return n.define(0, n.create<tg::EmbeddingOp>(w, indices, paddingAttr));
 }
 
 LogicalResult gather(Node &n) {
@@ -787,15 +794,14 @@ LogicalResult gather(Node &n) {
   TRY(index, n.tensor("index"));
   if (failed(normalizeDim(n, dim, tg::typeOf(x).getRank())))
     return failure();
-  return n.define(0, tg::GatherOp::create(n.b, n.loc, x, index, dim));
+  return n.define(0, n.create<tg::GatherOp>(x, index, dim));
 }
 
 LogicalResult linear(Node &n) {
   TRY(x, n.tensor("input"));
   TRY(w, n.tensor("weight"));
   std::optional<Value> bias = n.optionalTensor("bias");
-  return n.define(0, tg::LinearOp::create(n.b, n.loc, x, w,
-                                          bias ? *bias : Value()));
+  return n.define(0, n.create<tg::LinearOp>(x, w, bias ? *bias : Value()));
 }
 
 /// scaled_dot_product_attention and the CPU flash form run_decompositions
@@ -807,22 +813,7 @@ LogicalResult attention(Node &n) {
   std::optional<Value> mask = n.optionalTensor("attn_mask");
   if (mask && !tg::typeOf(*mask).getElementType().isInteger(1))
     *mask = n.cast(*mask, tg::typeOf(q).getElementType());
-  // The op's shape rule first: on operands it rejects the builder would end
-  // the process (found by fuzz/pt2-fuzzer.cpp: an i32 query beside f64 keys
-  // and values); this way the rule's diagnostic names the node.
-  SmallVector<Value> operands{q, k, v};
-  if (mask)
-    operands.push_back(*mask);
-  MLIRContext *context = n.b.getContext();
-  SmallVector<Type> types;
-  if (failed(tg::ScaledDotProductAttentionOp::inferReturnTypes(
-          context, n.loc, operands, DictionaryAttr::get(context),
-          OpaqueProperties(nullptr), RegionRange(), types)))
-    return failure();
-  if (n.has("enable_gqa") && !*n.boolean("enable_gqa", false) &&
-      tg::typeOf(q).getDimSize(1) != tg::typeOf(k).getDimSize(1))
-    return n.error() << "attention with fewer key/value heads needs "
-                        "enable_gqa=True";
+  TRY(gqa, n.boolean("enable_gqa", true));
   TRY(dropout, n.number("dropout_p", 0.0));
   if (dropout != 0.0)
     return n.error() << "attention dropout is not supported";
@@ -832,9 +823,13 @@ LogicalResult attention(Node &n) {
     TRY(s, n.number("scale"));
     scale = n.b.getF64FloatAttr(s);
   }
-  Value out = tg::ScaledDotProductAttentionOp::create(
-      n.b, n.loc, q, k, v, mask ? *mask : Value(),
-      causal ? n.b.getUnitAttr() : UnitAttr(), scale);
+  TRY(out, n.create<tg::ScaledDotProductAttentionOp>(
+               q, k, v, mask ? *mask : Value(),
+               causal ? n.b.getUnitAttr() : UnitAttr(), scale));
+  // The shape rule has made the operands [B, H, S, D].
+  if (!gqa && tg::typeOf(q).getDimSize(1) != tg::typeOf(k).getDimSize(1))
+    return n.error() << "attention with fewer key/value heads needs "
+                        "enable_gqa=True";
   return n.define(0, out);
 }
 
@@ -846,9 +841,8 @@ LogicalResult nativeDropout(Node &n) {
     return n.define(0, x);
   // A seed per node (its position in the graph): masks differ between
   // nodes, and each stays the same every step.
-  Value y = tg::DropoutOp::create(n.b, n.loc, x, n.b.getF64FloatAttr(p),
-                                  n.b.getI64IntegerAttr(n.index));
-  return n.define(0, y);
+  return n.define(0, n.create<tg::DropoutOp>(x, n.b.getF64FloatAttr(p),
+                                             n.b.getI64IntegerAttr(n.index)));
 }
 
 /// pow.Scalar: a number raised to a tensor (RoPE's `theta ** (i / d)`).
@@ -858,8 +852,7 @@ LogicalResult powScalarBase(Node &n) {
   TRY(exponent, n.tensor("exponent"));
   exponent = n.cast(exponent, el);
   return n.define(
-      0,
-      tg::PowOp::create(n.b, n.loc, n.math().scalar(exponent, base), exponent));
+      0, n.create<tg::PowOp>(n.math().scalar(exponent, base), exponent));
 }
 
 /// Bitwise ops on booleans are the logical ones; integer bit patterns have
@@ -871,7 +864,7 @@ template <typename OpT> LogicalResult bitwiseBinary(Node &n) {
       !tg::typeOf(b).getElementType().isInteger(1))
     return n.error() << "bitwise ops on integer tensors are not supported "
                         "(on booleans they are)";
-  return n.define(0, OpT::create(n.b, n.loc, a, b));
+  return n.define(0, n.create<OpT>(a, b));
 }
 
 LogicalResult bitwiseNot(Node &n) {
@@ -879,7 +872,7 @@ LogicalResult bitwiseNot(Node &n) {
   if (!tg::typeOf(x).getElementType().isInteger(1))
     return n.error() << "bitwise_not of an integer tensor is not supported "
                         "(of a boolean it is)";
-  return n.define(0, tg::NotOp::create(n.b, n.loc, x));
+  return n.define(0, n.create<tg::NotOp>(x));
 }
 
 /// constant_pad_nd: pairs (before, after) from the last dim backwards; a
@@ -899,8 +892,10 @@ LogicalResult constantPad(Node &n) {
             end = size - std::max<int64_t>(0, -after);
     if (start > end)
       return n.error() << "pad crops more than dim " << dim << " holds";
-    if (start != 0 || end != size)
-      x = tg::SliceOp::create(n.b, n.loc, x, dim, start, end, 1);
+    if (start != 0 || end != size) {
+      TRY(cropped, n.create<tg::SliceOp>(x, dim, start, end, 1));
+      x = cropped;
+    }
     x = tg::padAlongDim(n.b, n.loc, x, dim, std::max<int64_t>(0, before),
                         std::max<int64_t>(0, after), value);
   }
@@ -919,20 +914,25 @@ LogicalResult copy(Node &n) {
 }
 
 /// `self` with `written` in place of its elements [start, start + the
-/// size of `written`) along `dim`.
-Value replaceAlongDim(Node &n, Value self, int64_t dim, int64_t start,
-                      Value written) {
+/// size of `written`) along `dim`; failure (an error at the node) where
+/// `written` does not fit there.
+FailureOr<Value> replaceAlongDim(Node &n, Value self, int64_t dim,
+                                 int64_t start, Value written) {
   int64_t size = tg::typeOf(self).getDimSize(dim);
   int64_t end = start + tg::typeOf(written).getDimSize(dim);
   SmallVector<Value> pieces;
-  if (start > 0)
-    pieces.push_back(tg::SliceOp::create(n.b, n.loc, self, dim, 0, start, 1));
+  if (start > 0) {
+    TRY(before, n.create<tg::SliceOp>(self, dim, 0, start, 1));
+    pieces.push_back(before);
+  }
   pieces.push_back(written);
-  if (end < size)
-    pieces.push_back(tg::SliceOp::create(n.b, n.loc, self, dim, end, size, 1));
+  if (end < size) {
+    TRY(after, n.create<tg::SliceOp>(self, dim, end, size, 1));
+    pieces.push_back(after);
+  }
   if (pieces.size() == 1)
     return written;
-  return tg::ConcatOp::create(n.b, n.loc, pieces, dim);
+  return n.create<tg::ConcatOp>(pieces, dim);
 }
 
 /// slice_scatter: `self` with `src` written over self[start:end:step] of
@@ -944,9 +944,14 @@ LogicalResult sliceScatter(Node &n) {
   TRY(dim, n.integer("dim", 0));
   if (failed(normalizeDim(n, dim, type.getRank())))
     return failure();
+  if (tg::typeOf(src).getRank() != type.getRank())
+    return n.error() << "slice_scatter writes " << tg::typeOf(src) << " into "
+                     << type << ": the ranks differ";
   int64_t size = type.getDimSize(dim);
   TRY(start, n.integer("start", 0));
   TRY(step, n.integer("step", 1));
+  if (step < 1)
+    return n.error() << "slice_scatter's step must be positive, got " << step;
   if (start < 0)
     start += size;
   start = std::clamp<int64_t>(start, 0, size);
@@ -971,9 +976,9 @@ LogicalResult sliceScatter(Node &n) {
     auto maskType = RankedTensorType::get(maskShape, n.b.getI1Type());
     Value mask = tg::ConstantOp::create(n.b, n.loc,
                                         DenseElementsAttr::get(maskType, hit));
-    Value kept =
-        tg::SliceOp::create(n.b, n.loc, self, dim, start, start + span, 1);
-    written = n.math().select(mask, written, kept);
+    TRY(kept, n.create<tg::SliceOp>(self, dim, start, start + span, 1));
+    TRY(merged, n.create<tg::SelectOp>(mask, written, kept));
+    written = merged;
   }
   return n.define(0, replaceAlongDim(n, self, dim, start, written));
 }
@@ -1016,7 +1021,7 @@ LogicalResult cumsum(Node &n) {
     return failure();
   int64_t size = tg::typeOf(x).getDimSize(dim);
   for (int64_t shift = 1; shift < size; shift *= 2) {
-    Value head = tg::SliceOp::create(n.b, n.loc, x, dim, 0, size - shift, 1);
+    TRY(head, n.create<tg::SliceOp>(x, dim, 0, size - shift, 1));
     x = n.math().add(x, tg::padAlongDim(n.b, n.loc, head, dim, shift, 0));
   }
   return n.define(0, x);
@@ -1274,11 +1279,13 @@ LogicalResult clamp(Node &n) {
   x = n.cast(x, el);
   if (n.has("min")) {
     TRY(lo, n.tensorOrScalar("min", el));
-    x = tg::MaximumOp::create(n.b, n.loc, x, n.cast(lo, el));
+    TRY(clamped, n.create<tg::MaximumOp>(x, n.cast(lo, el)));
+    x = clamped;
   }
   if (n.has("max")) {
     TRY(hi, n.tensorOrScalar("max", el));
-    x = tg::MinimumOp::create(n.b, n.loc, x, n.cast(hi, el));
+    TRY(clamped, n.create<tg::MinimumOp>(x, n.cast(hi, el)));
+    x = clamped;
   }
   return n.define(0, x);
 }
@@ -1305,7 +1312,7 @@ Mapping rounding() {
     x = n.cast(x, outElement(n));
     if (!isa<FloatType>(tg::typeOf(x).getElementType()))
       return n.define(0, x);
-    return n.define(0, OpT::create(n.b, n.loc, x));
+    return n.define(0, n.create<OpT>(x));
   };
 }
 
@@ -1343,7 +1350,8 @@ LogicalResult sign(Node &n) {
 }
 
 /// A formula of `self` and `other` (tensors or scalars), both cast to the
-/// result's element type, once they are known to broadcast.
+/// result's element type, once they are known to broadcast (the rule of
+/// rem, which all the formulas' ops share).
 LogicalResult binaryFormula(
     Node &n, llvm::function_ref<Value(tg::GraphMath &, Value, Value)> f) {
   Type el = outElement(n);
@@ -1351,11 +1359,7 @@ LogicalResult binaryFormula(
   TRY(b, n.tensorOrScalar("other", el));
   a = n.cast(a, el);
   b = n.cast(b, el);
-  SmallVector<Type> types;
-  if (failed(tg::RemOp::inferReturnTypes(
-          n.b.getContext(), n.loc, ValueRange{a, b},
-          DictionaryAttr::get(n.b.getContext()), OpaqueProperties(nullptr),
-          RegionRange(), types)))
+  if (failed(n.check<tg::RemOp>(a, b)))
     return failure();
   tg::GraphMath m = n.math();
   return n.define(0, f(m, a, b));
@@ -1563,6 +1567,9 @@ LogicalResult selectScatter(Node &n) {
   if (failed(normalizeDim(n, dim, type.getRank())))
     return failure();
   int64_t size = type.getDimSize(dim);
+  if (index < -size || index >= size)
+    return n.error() << "select_scatter index " << index
+                     << " is out of range for a dim of size " << size;
   if (index < 0)
     index += size;
   SmallVector<int64_t> shape(type.getShape());
@@ -1582,6 +1589,9 @@ LogicalResult groupNorm(Node &n) {
   TRY(groups, n.integer("group"));
   TRY(eps, n.number("eps", 1e-5));
   RankedTensorType type = tg::typeOf(x);
+  if (type.getRank() < 2 || type.getNumElements() == 0)
+    return n.error() << "group_norm needs a non-empty [N, C, ...], got "
+                     << type;
   int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
   if (groups < 1 || channels % groups)
     return n.error() << "group_norm of " << channels << " channels in "
@@ -1632,6 +1642,13 @@ FailureOr<Windows> windows(Node &n, Value input, ArrayRef<int64_t> kernel,
                            ArrayRef<int64_t> dilation,
                            ArrayRef<int64_t> outputSize, double fill) {
   int64_t spatial = kernel.size();
+  for (int64_t i = 0; i < spatial; ++i)
+    if (kernel[i] < 1 || stride[i] < 1 || dilation[i] < 1 || padding[i] < 0)
+      return n.error() << "spatial dim " << i << ": kernel " << kernel[i]
+                       << ", stride " << stride[i] << ", dilation "
+                       << dilation[i] << ", padding " << padding[i]
+                       << " (kernel, stride and dilation must be positive, "
+                          "padding not negative)";
   Value padded = input;
   for (int64_t i = 0; i < spatial; ++i) {
     int64_t dim = 2 + i;
@@ -1651,9 +1668,10 @@ FailureOr<Windows> windows(Node &n, Value input, ArrayRef<int64_t> kernel,
     Value slice = padded;
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t start = offset[i] * dilation[i];
-      slice = tg::SliceOp::create(n.b, n.loc, slice, 2 + i, start,
-                                  start + (outputSize[i] - 1) * stride[i] + 1,
-                                  stride[i]);
+      TRY(strided, n.create<tg::SliceOp>(
+                       slice, 2 + i, start,
+                       start + (outputSize[i] - 1) * stride[i] + 1, stride[i]));
+      slice = strided;
     }
     w.slices.push_back(slice);
     int64_t i = spatial - 1;
@@ -1666,6 +1684,16 @@ FailureOr<Windows> windows(Node &n, Value input, ArrayRef<int64_t> kernel,
       break;
   }
   return w;
+}
+
+/// The declared output's spatial sizes (its dims after N and C): as many
+/// as the input's.
+FailureOr<SmallVector<int64_t>> outputSpatialSizes(Node &n, Value input) {
+  RankedTensorType out = n.outputType(0), in = tg::typeOf(input);
+  if (out.getRank() != in.getRank())
+    return n.error() << "computes " << out << " from " << in
+                     << ": the ranks differ";
+  return SmallVector<int64_t>(out.getShape().drop_front(2));
 }
 
 /// A per-spatial-dim list: one value for all, or one per dim.
@@ -1737,8 +1765,7 @@ LogicalResult convolution(Node &n) {
                      << outChannels << " with " << groups
                      << " groups and weight " << wType;
   SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
-  RankedTensorType out = n.outputType(0);
-  SmallVector<int64_t> outputSize(out.getShape().drop_front(2));
+  TRY(outputSize, outputSpatialSizes(n, x));
   TRY(win, windows(n, x, kernel, stride, padding, dilation, outputSize, 0.0));
   // [N, C, K, O...] -> [N, G, C/G * K, P]
   int64_t k = win.slices.size(), positions = 1;
@@ -1784,8 +1811,7 @@ LogicalResult maxPoolWithIndices(Node &n) {
   TRY(pool, poolArguments(n, spatial));
   auto [kernel, stride, padding] = pool;
   TRY(dilation, spatialList(n, "dilation", spatial, {1}));
-  RankedTensorType out = n.outputType(0);
-  SmallVector<int64_t> outputSize(out.getShape().drop_front(2));
+  TRY(outputSize, outputSpatialSizes(n, x));
   TRY(win,
       windows(n, x, kernel, stride, padding, dilation, outputSize, -INFINITY));
   Value stacked = stackWindows(n, win.slices);
@@ -1855,8 +1881,7 @@ LogicalResult avgPool(Node &n) {
   auto [kernel, stride, padding] = pool;
   TRY(countPad, n.boolean("count_include_pad", true));
   SmallVector<int64_t> dilation(spatial, 1);
-  RankedTensorType out = n.outputType(0);
-  SmallVector<int64_t> outputSize(out.getShape().drop_front(2));
+  TRY(outputSize, outputSpatialSizes(n, x));
   TRY(win, windows(n, x, kernel, stride, padding, dilation, outputSize, 0.0));
   tg::GraphMath m = n.math();
   Value sum = m.sum(stackWindows(n, win.slices), {2}, false);
@@ -1959,6 +1984,9 @@ LogicalResult batchNorm(Node &n, bool functional, bool alwaysEval) {
   }
   if (!functional || n.numOutputs() < 5)
     return success();
+  if (!runningMean || !runningVar)
+    return n.error() << "batch_norm's functional form needs running "
+                        "statistics to update";
   // The running statistics' updates (their own dtype, usually f32).
   Value newMean = *runningMean, newVar = *runningVar;
   if (training) {
@@ -1967,12 +1995,17 @@ LogicalResult batchNorm(Node &n, bool functional, bool alwaysEval) {
     Value unbiased = n.cast(
         flat(m.mul(var, m.scalar(var, count / std::max<double>(1, count - 1)))),
         statEl);
+    // The running statistics' shapes are the archive's word, not the
+    // batch's: the blend's add checks them.
     auto blend = [&](Value running, Value batchValue) {
-      return m.add(m.mul(running, m.scalar(running, 1.0 - momentum)),
-                   m.mul(batchValue, m.scalar(batchValue, momentum)));
+      return n.create<tg::AddOp>(
+          m.mul(running, m.scalar(running, 1.0 - momentum)),
+          m.mul(batchValue, m.scalar(batchValue, momentum)));
     };
-    newMean = blend(*runningMean, batchMean);
-    newVar = blend(*runningVar, unbiased);
+    TRY(blendedMean, blend(*runningMean, batchMean));
+    TRY(blendedVar, blend(*runningVar, unbiased));
+    newMean = blendedMean;
+    newVar = blendedVar;
   }
   if (failed(n.define(3, newMean)))
     return failure();
@@ -1984,12 +2017,18 @@ LogicalResult adaptiveAvgPool(Node &n) {
   TRY(x, n.tensor("self"));
   RankedTensorType out = n.outputType(0);
   RankedTensorType type = tg::typeOf(x);
+  if (out.getRank() != type.getRank())
+    return n.error() << "computes " << out << " from " << type
+                     << ": the ranks differ";
   tg::GraphMath m = n.math();
   Value v = x;
   for (int64_t dim = type.getRank() - 1; dim >= 0; --dim) {
     int64_t in = type.getDimSize(dim), o = out.getDimSize(dim);
     if (in == o)
       continue;
+    if (o < 1 || in < 1)
+      return n.error() << "adaptive pooling of " << in << " elements into " << o
+                       << " windows";
     SmallVector<Value> pieces;
     for (int64_t i = 0; i < o; ++i) {
       int64_t start = i * in / o, end = ((i + 1) * in + o - 1) / o;
@@ -2064,7 +2103,8 @@ const llvm::StringMap<Mapping> &atenMappings() {
     add("logical_xor.default", [](Node &n) -> LogicalResult {
       TRY(a, n.tensor("self"));
       TRY(b, n.tensor("other"));
-      return n.define(0, n.math().compare(tg::ComparePredicate::ne, toBool(n, a), toBool(n, b)));
+      return n.define(0, n.create<tg::CompareOp>(tg::ComparePredicate::ne,
+                                                 toBool(n, a), toBool(n, b)));
     });
     add("exp.default", unary<tg::ExpOp>());
     add("log.default", unary<tg::LogOp>());

@@ -10,17 +10,44 @@
 
 #include "spmdc/Dialect/TensorGraph/IR/TensorGraphBuilders.h"
 
+#include "llvm/ADT/STLForwardCompat.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <nlohmann/json.hpp>
 
 #include <functional>
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 namespace spmdc::torch_export {
 
 /// The element type of a torch ScalarType enum value (schema.py), or null.
 mlir::Type scalarType(mlir::MLIRContext *context, int64_t code);
+
+namespace detail {
+/// `OpT::build` taking result types before `Args` (the generated builders
+/// all have this form; a custom builder may not).
+template <typename OpT, typename... Args>
+using BuildWithTypes = decltype(OpT::build(
+    std::declval<mlir::OpBuilder &>(), std::declval<mlir::OperationState &>(),
+    std::declval<mlir::TypeRange>(), std::declval<Args>()...));
+/// `OpT`'s shape rule (InferTypeOpInterface's inferReturnTypes).
+template <typename OpT>
+using ShapeRule = decltype(OpT::inferReturnTypes(
+    std::declval<mlir::MLIRContext *>(),
+    std::declval<std::optional<mlir::Location>>(),
+    std::declval<mlir::ValueRange>(), std::declval<mlir::DictionaryAttr>(),
+    std::declval<mlir::OpaqueProperties>(), std::declval<mlir::RegionRange>(),
+    std::declval<llvm::SmallVectorImpl<mlir::Type> &>()));
+/// True where `Node::create<OpT>(Args...)` can run the shape rule before
+/// building.
+template <typename OpT, typename... Args>
+inline constexpr bool hasCheckedBuild =
+    std::conjunction_v<llvm::is_detected<BuildWithTypes, OpT, Args...>,
+                       llvm::is_detected<ShapeRule, OpT>>;
+} // namespace detail
 
 /// One node being imported: its arguments by schema name (omitted ones take
 /// their defaults), its declared outputs, and a place for errors.
@@ -42,6 +69,39 @@ public:
   tg::GraphMath math() { return {b, loc}; }
   /// An error at the node; the caller returns failure.
   mlir::InFlightDiagnostic error() { return mlir::emitError(loc); }
+
+  /// Builds `OpT` at the node from `args` (`OpT::create`'s, less the builder
+  /// and location) and gives its result, typed by the op's shape rule run
+  /// first: where the rule refuses the operands (metadata that gets shapes
+  /// or element types wrong), failure with the rule's error at the node,
+  /// where `OpT::create` would end the process ("Failed to infer result
+  /// type(s)"; found by fuzz/pt2-fuzzer.cpp). An op without a shape rule
+  /// (given its result type: reshape, full, ...) or without a builder that
+  /// takes result types before these arguments (a custom one) is built by
+  /// `OpT::create` as it is, chosen at compile time.
+  template <typename OpT, typename... Args>
+  mlir::FailureOr<mlir::Value> create(Args &&...args) {
+    if constexpr (detail::hasCheckedBuild<OpT, Args...>) {
+      mlir::OperationState state(loc, OpT::getOperationName());
+      if (failed(buildChecked<OpT>(state, std::forward<Args>(args)...)))
+        return mlir::failure();
+      return b.create(state)->getResult(0);
+    } else {
+      return OpT::create(b, loc, std::forward<Args>(args)...)
+          .getOperation()
+          ->getResult(0);
+    }
+  }
+
+  /// Runs the shape rule `create<OpT>(args...)` runs, building nothing: for
+  /// a formula of GraphMath ops whose operands one rule vets.
+  template <typename OpT, typename... Args>
+  mlir::LogicalResult check(Args &&...args) {
+    static_assert(detail::hasCheckedBuild<OpT, Args...>,
+                  "check<OpT> needs an op with a shape rule");
+    mlir::OperationState state(loc, OpT::getOperationName());
+    return buildChecked<OpT>(state, std::forward<Args>(args)...);
+  }
 
   /// The argument `name` (or positional `index` when the schema names none),
   /// null if omitted or None.
@@ -84,6 +144,11 @@ public:
   /// Defines output `i` (converted to its declared element type when the
   /// mapping computed it in another one).
   mlir::LogicalResult define(size_t i, mlir::Value value);
+  /// Defines output `i` as a value `create` built, or fails where it did
+  /// not (its diagnostic is out already).
+  mlir::LogicalResult define(size_t i, mlir::FailureOr<mlir::Value> value) {
+    return failed(value) ? mlir::failure() : define(i, *value);
+  }
   llvm::SmallVector<std::pair<std::string, mlir::Value>> defined;
 
   /// Converts `value` to `elementType` if it differs.
@@ -102,6 +167,27 @@ public:
 
 private:
   std::string outputName(size_t i) const;
+  /// `state` for `OpT` from `args`, with the result types its shape rule
+  /// gives; failure where the rule refuses them.
+  template <typename OpT, typename... Args>
+  mlir::LogicalResult buildChecked(mlir::OperationState &state,
+                                   Args &&...args) {
+    OpT::build(b, state, mlir::TypeRange(), std::forward<Args>(args)...);
+    mlir::MLIRContext *context = b.getContext();
+    return addInferredTypes(
+        state, [&](llvm::SmallVectorImpl<mlir::Type> &types) {
+          return OpT::inferReturnTypes(context, loc, state.operands,
+                                       state.attributes.getDictionary(context),
+                                       state.getRawProperties(), state.regions,
+                                       types);
+        });
+  }
+  /// Adds the types `rule` infers to `state`. A rule that fails reports why
+  /// at the node; should one fail without a word, the error names the op.
+  mlir::LogicalResult addInferredTypes(mlir::OperationState &state,
+                                       llvm::function_ref<mlir::LogicalResult(
+                                           llvm::SmallVectorImpl<mlir::Type> &)>
+                                           rule);
   std::function<mlir::Value(const std::string &)> lookup;
   std::function<mlir::RankedTensorType(const std::string &)> metaType;
 };
