@@ -198,7 +198,11 @@ def AllReduceInPlace : Pass<"all-reduce-in-place", "::mlir::func::FuncOp"> {
     output's allocation goes and its uses take the input's: the runtime
     then skips the copy (it sees one buffer), and the step holds one
     buffer fewer. DDP's gradient buckets are such inputs: the whole model
-    a step on every rank. The CPU pipelines run it.
+    a step on every rank. A started all-reduce (`--overlap`:
+    `spmd_collective_start_<dtype>` and its wait) goes in place when,
+    after the start, nothing but its wait touches the input, and before
+    the wait nothing but its start touches the output. The CPU pipelines
+    run it.
 
     Before:
     ```mlir

@@ -7,7 +7,9 @@
 // is read by nothing after the call, the output is the input's buffer: the
 // copy goes, and so does a buffer of the input's size (DDP's gradient
 // buckets: the whole model a step on every rank, in fresh memory on the
-// first).
+// first). A started all-reduce (--overlap) goes in place the same way
+// when the input is touched by nothing but its wait after the start, and
+// the output by nothing but its start before the wait.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,19 +29,38 @@ using namespace mlir;
 
 namespace {
 
-/// The runtime's blocking collective, `spmd_collective_<dtype>(kind, dim,
-/// dim2, axes, in, out)`: its kind's operand and its buffers' positions.
+/// The runtime's collective, `spmd_collective_<dtype>(kind, dim, dim2,
+/// axes, in, out)`, or its start `spmd_collective_start_<dtype>` with the
+/// same operands, whose wait takes its handle and both buffers again: the
+/// positions of its kind and buffers.
 constexpr unsigned kKindOperand = 0, kInOperand = 4, kOutOperand = 5;
 
-bool isAllReduce(func::CallOp call) {
+/// An all-reduce: the call that starts it and the one that ends it (the
+/// same call where it blocks).
+struct AllReduce {
+  func::CallOp start, end;
+};
+
+std::optional<AllReduce> allReduceOf(func::CallOp call) {
   StringRef callee = call.getCallee();
-  if (!callee.consume_front("spmd_collective_") || callee.contains('_') ||
-      call.getNumOperands() != 6)
-    return false;
+  if (!callee.consume_front("spmd_collective_") || call.getNumOperands() != 6)
+    return std::nullopt;
+  bool started = callee.consume_front("start_");
   std::optional<int64_t> kind =
       getConstantIntValue(call.getOperand(kKindOperand));
-  return kind && (*kind == SPMD_COLLECTIVE_ALL_REDUCE ||
-                  *kind == SPMD_COLLECTIVE_ALL_REDUCE_MAX);
+  if (callee.contains('_') || !kind ||
+      (*kind != SPMD_COLLECTIVE_ALL_REDUCE &&
+       *kind != SPMD_COLLECTIVE_ALL_REDUCE_MAX))
+    return std::nullopt;
+  if (!started)
+    return AllReduce{call, call};
+  if (call.getNumResults() != 1 || !call.getResult(0).hasOneUse())
+    return std::nullopt;
+  auto wait = dyn_cast<func::CallOp>(*call.getResult(0).getUsers().begin());
+  if (!wait || !wait.getCallee().starts_with("spmd_collective_wait_") ||
+      wait->getBlock() != call->getBlock())
+    return std::nullopt;
+  return AllReduce{call, wait};
 }
 
 /// The allocation `v` is all of: a static identity-layout `memref.alloc`,
@@ -76,7 +97,8 @@ struct InPlace {
   memref::AllocOp input, output;
 };
 
-std::optional<InPlace> inPlaceOf(func::CallOp call) {
+std::optional<InPlace> inPlaceOf(AllReduce reduce) {
+  func::CallOp call = reduce.start;
   memref::AllocOp input = wholeAllocation(call.getOperand(kInOperand));
   memref::AllocOp output = wholeAllocation(call.getOperand(kOutOperand));
   Block *block = call->getBlock();
@@ -84,11 +106,20 @@ std::optional<InPlace> inPlaceOf(func::CallOp call) {
       input.getType() != output.getType() || input->getBlock() != block ||
       output->getBlock() != block || !input->isBeforeInBlock(output))
     return std::nullopt;
-  spmdc::BufferSpan in = spmdc::spanOf(input, block, {}, /*viewsAreUses=*/false);
+  // The input's last use is the start (its wait aside), the output's first
+  // the end (its start aside): in between the reduction has both to
+  // itself.
+  DenseSet<Operation *> end, start;
+  if (reduce.end != reduce.start) {
+    end.insert(reduce.end);
+    start.insert(reduce.start);
+  }
+  spmdc::BufferSpan in =
+      spmdc::spanOf(input, block, end, /*viewsAreUses=*/false);
   spmdc::BufferSpan out =
-      spmdc::spanOf(output, block, {}, /*viewsAreUses=*/false);
-  if (in.escapes || out.escapes || in.last != call.getOperation() ||
-      out.first != call.getOperation())
+      spmdc::spanOf(output, block, start, /*viewsAreUses=*/false);
+  if (in.escapes || out.escapes || in.last != reduce.start.getOperation() ||
+      out.first != reduce.end.getOperation())
     return std::nullopt;
   return InPlace{input, output};
 }
@@ -96,15 +127,15 @@ std::optional<InPlace> inPlaceOf(func::CallOp call) {
 struct AllReduceInPlacePass
     : spmdc::impl::AllReduceInPlaceBase<AllReduceInPlacePass> {
   void runOnOperation() override {
-    SmallVector<func::CallOp> allReduces;
+    SmallVector<AllReduce> allReduces;
     getOperation().walk([&](func::CallOp call) {
-      if (isAllReduce(call))
-        allReduces.push_back(call);
+      if (std::optional<AllReduce> reduce = allReduceOf(call))
+        allReduces.push_back(*reduce);
     });
     // One at a time, on the IR as the last left it: an all-reduce's input
     // may be an earlier one's output.
-    for (func::CallOp call : allReduces)
-      if (std::optional<InPlace> inPlace = inPlaceOf(call)) {
+    for (AllReduce reduce : allReduces)
+      if (std::optional<InPlace> inPlace = inPlaceOf(reduce)) {
         inPlace->output.getResult().replaceAllUsesWith(
             inPlace->input.getResult());
         inPlace->output.erase();

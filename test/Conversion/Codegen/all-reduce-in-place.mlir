@@ -167,3 +167,54 @@ func.func @argument_input(%in: memref<8xf32>) {
   call @spmd_collective_f32(%kind, %z, %z, %axes, %a, %b) : (i32, i64, i64, i64, memref<*xf32>, memref<*xf32>) -> ()
   return
 }
+
+// -----
+
+func.func private @spmd_collective_start_f32(i32, i64, i64, i64, memref<*xf32>, memref<*xf32>) -> i64
+func.func private @spmd_collective_wait_f32(i64, memref<*xf32>, memref<*xf32>)
+
+func.func private @use(memref<*xf32>)
+
+// A started all-reduce (--overlap): in place when after its start only its
+// wait touches the input, and before its wait only its start the output.
+// CHECK-LABEL: func.func @started
+// CHECK: %[[IN:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-NOT: memref.alloc() : memref<8xf32>
+// CHECK: call @spmd_collective_start_f32
+// CHECK: memref.alloc() : memref<4xf32>
+// CHECK: call @spmd_collective_wait_f32
+func.func @started(%c: f32) {
+  %kind = arith.constant 0 : i32
+  %z = arith.constant 0 : i64
+  %axes = arith.constant 1 : i64
+  %in = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%c : f32) outs(%in : memref<8xf32>)
+  %out = memref.alloc() : memref<8xf32>
+  %a = memref.cast %in : memref<8xf32> to memref<*xf32>
+  %b = memref.cast %out : memref<8xf32> to memref<*xf32>
+  %h = call @spmd_collective_start_f32(%kind, %z, %z, %axes, %a, %b) : (i32, i64, i64, i64, memref<*xf32>, memref<*xf32>) -> i64
+  %other = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%c : f32) outs(%other : memref<4xf32>)
+  call @spmd_collective_wait_f32(%h, %a, %b) : (i64, memref<*xf32>, memref<*xf32>) -> ()
+  call @use(%b) : (memref<*xf32>) -> ()
+  return
+}
+
+// Kept: the input is read while the all-reduce is under way.
+// CHECK-LABEL: func.func @input_read_while_started
+// CHECK-COUNT-2: memref.alloc() : memref<8xf32>
+func.func @input_read_while_started(%c: f32) {
+  %kind = arith.constant 0 : i32
+  %z = arith.constant 0 : i64
+  %axes = arith.constant 1 : i64
+  %in = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%c : f32) outs(%in : memref<8xf32>)
+  %out = memref.alloc() : memref<8xf32>
+  %a = memref.cast %in : memref<8xf32> to memref<*xf32>
+  %b = memref.cast %out : memref<8xf32> to memref<*xf32>
+  %h = call @spmd_collective_start_f32(%kind, %z, %z, %axes, %a, %b) : (i32, i64, i64, i64, memref<*xf32>, memref<*xf32>) -> i64
+  call @use(%a) : (memref<*xf32>) -> ()
+  call @spmd_collective_wait_f32(%h, %a, %b) : (i64, memref<*xf32>, memref<*xf32>) -> ()
+  call @use(%b) : (memref<*xf32>) -> ()
+  return
+}
