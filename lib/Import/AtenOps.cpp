@@ -9,6 +9,7 @@
 
 #include "TorchExport.h"
 
+#include "spmdc/Runtime/Limits.h"
 #include "spmdc/Support/ShapeString.h"
 
 #include "mlir/Dialect/Utils/IndexingUtils.h"
@@ -175,6 +176,97 @@ Node::integers(StringRef name, std::optional<SmallVector<int64_t>> defaultValue)
     values.push_back(*i);
   }
   return values;
+}
+
+LogicalResult Node::checkShape(ArrayRef<int64_t> shape, Type elementType,
+                               const Twine &what) {
+  uint64_t bytes;
+  std::string sizeError;
+  uint64_t elementBytes = (elementType.getIntOrFloatBitWidth() + 7) / 8;
+  if (rt::checkTensorSize(std::vector<int64_t>(shape.begin(), shape.end()),
+                          elementBytes, bytes, sizeError))
+    return success();
+  return error() << what << ": " << sizeError;
+}
+
+FailureOr<SmallVector<int64_t>> Node::sizes(StringRef name, MinusOne minusOne,
+                                            ArrayRef<int64_t> input) {
+  FailureOr<SmallVector<int64_t>> read = integers(name);
+  if (failed(read))
+    return failure();
+  SmallVector<int64_t> given = *read, shape = *read;
+  int64_t rank = shape.size(), inputRank = input.size();
+  if (minusOne == MinusOne::Kept && rank < inputRank)
+    return error() << "'" << name << "' " << shapeString(given) << " has "
+                   << rank << " sizes, fewer than the input "
+                   << shapeString(input) << " has dims";
+  std::optional<int64_t> inferred;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (shape[i] >= 0)
+      continue;
+    if (shape[i] != -1 || minusOne == MinusOne::Refused)
+      return error() << "'" << name << "' " << shapeString(given)
+                     << " holds a negative size " << shape[i];
+    if (minusOne == MinusOne::Inferred) {
+      if (inferred)
+        return error() << "'" << name << "' " << shapeString(given)
+                       << " leaves more than one dim (-1) to infer";
+      inferred = i;
+      continue;
+    }
+    // Kept: the input's size of this dim, which must exist.
+    int64_t inputDim = i - (rank - inputRank);
+    if (inputDim < 0)
+      return error() << "'" << name << "' " << shapeString(given)
+                     << " has a -1 at new leading dim " << i
+                     << ", which has no size to keep";
+    shape[i] = input[inputDim];
+  }
+  if (minusOne == MinusOne::Inferred) {
+    // The input is an archive tensor or computed from one: its count fits.
+    int64_t elements = 1, known = 1;
+    for (int64_t d : input)
+      elements *= d;
+    for (auto [i, d] : llvm::enumerate(shape)) {
+      if (inferred && static_cast<int64_t>(i) == *inferred)
+        continue;
+      std::optional<int64_t> product = llvm::checkedMul(known, d);
+      if (!product)
+        return error() << "'" << name << "' " << shapeString(given)
+                       << " has more elements than a 64-bit count holds";
+      known = *product;
+    }
+    if (inferred) {
+      if (known == 0 || elements % known != 0)
+        return error() << "'" << name << "' " << shapeString(given)
+                       << " has no size for its -1 that gives the input's "
+                       << elements << " elements (of " << shapeString(input)
+                       << ")";
+      shape[*inferred] = elements / known;
+      known = elements;
+    }
+    if (known != elements)
+      return error() << "'" << name << "' " << shapeString(given) << " has "
+                     << known << " elements, but the input "
+                     << shapeString(input) << " has " << elements;
+  }
+  if (minusOne == MinusOne::Kept)
+    for (int64_t i = 0; i < inputRank; ++i) {
+      int64_t from = input[i], to = shape[rank - inputRank + i];
+      if (from != to && from != 1)
+        return error() << "'" << name << "' " << shapeString(given)
+                       << " expands the input " << shapeString(input)
+                       << ": its dim " << i << " of size " << from
+                       << " is not 1 and not " << to;
+    }
+  // The count only: the mappings check the shapes they build from these
+  // with their element type (checkShape).
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(count, d, &count))
+      return error() << "'" << name << "' " << shapeString(given)
+                     << " has more elements than a 64-bit count holds";
+  return shape;
 }
 
 /// A float that may be spelled "Infinity", "-Infinity" or "NaN".
@@ -459,15 +551,33 @@ LogicalResult identity(Node &n) {
   return n.define(0, x);
 }
 
-/// Ops whose result is the input in a new shape (view, unsqueeze, ...).
+/// `x` in `shape`, which must hold as many elements.
+FailureOr<Value> reshapeTo(Node &n, Value x, ArrayRef<int64_t> shape) {
+  RankedTensorType type = tg::typeOf(x);
+  auto reshaped = RankedTensorType::get(shape, type.getElementType());
+  if (reshaped.getNumElements() != type.getNumElements())
+    return n.error() << "reshapes " << type << " to " << reshaped
+                     << ": the element counts differ";
+  return tg::ReshapeOp::create(n.b, n.loc, reshaped, x).getResult();
+}
+
+/// Ops whose result is the input in the declared output's shape
+/// (unsqueeze, squeeze, flatten).
 LogicalResult reshapeToOutput(Node &n) {
   TRY(x, n.tensor("self"));
-  RankedTensorType out = n.outputType(0);
-  return n.define(0, tg::ReshapeOp::create(
-                         n.b, n.loc,
-                         RankedTensorType::get(out.getShape(),
-                                               tg::typeOf(x).getElementType()),
-                         x));
+  return n.define(0, reshapeTo(n, x, n.outputType(0).getShape()));
+}
+
+/// view, _unsafe_view and reshape: the input in the shape their size
+/// argument `sizeName` gives (one -1 inferred from the element count),
+/// which the declared output must have.
+Mapping viewAs(StringRef sizeName) {
+  return [sizeName](Node &n) -> LogicalResult {
+    TRY(x, n.tensor("self"));
+    TRY(shape,
+        n.sizes(sizeName, Node::MinusOne::Inferred, tg::typeOf(x).getShape()));
+    return n.define(0, reshapeTo(n, x, shape));
+  };
 }
 
 LogicalResult permute(Node &n) {
@@ -509,16 +619,20 @@ LogicalResult transpose2d(Node &n) {
   return n.define(0, n.create<tg::TransposeOp>(x, ArrayRef<int64_t>{1, 0}));
 }
 
+/// expand: `self` broadcast to its size argument (-1 keeps a dim), which
+/// the declared output must have.
 LogicalResult expand(Node &n) {
   TRY(x, n.tensor("self"));
-  RankedTensorType out = n.outputType(0);
-  if (tg::typeOf(x).getShape() == out.getShape())
+  RankedTensorType type = tg::typeOf(x);
+  TRY(shape, n.sizes("size", Node::MinusOne::Kept, type.getShape()));
+  if (type.getShape() == ArrayRef<int64_t>(shape))
     return n.define(0, x);
-  return n.define(0, tg::BroadcastOp::create(
-                         n.b, n.loc,
-                         RankedTensorType::get(out.getShape(),
-                                               tg::typeOf(x).getElementType()),
-                         x));
+  if (failed(n.checkShape(shape, type.getElementType(), "expand's result")))
+    return failure();
+  return n.define(
+      0,
+      tg::BroadcastOp::create(
+          n.b, n.loc, RankedTensorType::get(shape, type.getElementType()), x));
 }
 
 LogicalResult matmul(Node &n) {
@@ -572,15 +686,17 @@ LogicalResult selectInt(Node &n) {
   TRY(index, n.integer("index"));
   if (failed(normalizeDim(n, dim, rank)))
     return failure();
+  int64_t size = tg::typeOf(x).getDimSize(dim);
+  // Checked here: index + 1 of the archive's INT64_MAX would overflow.
+  if (index < -size || index >= size)
+    return n.error() << "select index " << index
+                     << " is out of range for a dim of size " << size;
   if (index < 0)
-    index += tg::typeOf(x).getDimSize(dim);
+    index += size;
   TRY(s, n.create<tg::SliceOp>(x, dim, index, index + 1, 1));
-  RankedTensorType out = n.outputType(0);
-  return n.define(0, tg::ReshapeOp::create(
-                         n.b, n.loc,
-                         RankedTensorType::get(out.getShape(),
-                                               tg::typeOf(x).getElementType()),
-                         s));
+  SmallVector<int64_t> shape(tg::typeOf(x).getShape());
+  shape.erase(shape.begin() + dim);
+  return n.define(0, reshapeTo(n, s, shape));
 }
 
 LogicalResult splitWithSizes(Node &n, bool bySize) {
@@ -597,7 +713,14 @@ LogicalResult splitWithSizes(Node &n, bool bySize) {
     for (int64_t start = 0; start < size; start += chunk)
       sizes.push_back(std::min(chunk, size - start));
   } else {
-    TRY(given, n.integers("split_sizes"));
+    TRY(given, n.sizes("split_sizes"));
+    std::optional<int64_t> total = 0;
+    for (int64_t s : given)
+      total = total ? llvm::checkedAdd(*total, s) : std::nullopt;
+    if (total != size)
+      return n.error() << "split_sizes " << shapeString(given)
+                       << " do not add up to the size " << size << " of dim "
+                       << dim;
     sizes = given;
   }
   int64_t start = 0;
@@ -741,17 +864,28 @@ LogicalResult anyDim(Node &n) {
   return n.define(0, toBool(n, most));
 }
 
-/// full and full_like: the declared output filled with `fill_value`.
-LogicalResult full(Node &n) {
-  TRY(value, n.number("fill_value"));
-  return n.define(0, tg::FullOp::create(n.b, n.loc, n.outputType(0),
-                                        n.b.getF64FloatAttr(value)));
+/// The declared output filled with `value`; for the factories that take a
+/// size argument (full, zeros, ones; not the _like ones), that size, which
+/// the declared output must have.
+LogicalResult fill(Node &n, double value) {
+  RankedTensorType out = n.outputType(0);
+  if (n.has("size")) {
+    TRY(shape, n.sizes("size"));
+    if (out.getShape() != ArrayRef<int64_t>(shape))
+      return n.error() << "'size' " << shapeString(shape)
+                       << " differs from the declared output " << out;
+  }
+  return n.define(
+      0, tg::FullOp::create(n.b, n.loc, out, n.b.getF64FloatAttr(value)));
 }
 
-LogicalResult constantFill(Node &n, double value) {
-  return n.define(0, tg::FullOp::create(n.b, n.loc, n.outputType(0),
-                                        n.b.getF64FloatAttr(value)));
+/// full and full_like: filled with `fill_value`.
+LogicalResult full(Node &n) {
+  TRY(value, n.number("fill_value"));
+  return fill(n, value);
 }
+
+LogicalResult constantFill(Node &n, double value) { return fill(n, value); }
 
 LogicalResult scalarTensor(Node &n) {
   TRY(value, n.number("s"));
@@ -885,13 +1019,30 @@ LogicalResult constantPad(Node &n) {
   if (pad.size() % 2 != 0 || static_cast<int64_t>(pad.size()) > 2 * rank)
     return n.error() << "pad needs pairs for at most " << rank << " dims, got "
                      << pad.size() << " values";
+  // The result's shape first, from amounts that are the archive's claims:
+  // a crop past the dim, or a size that overflows, is refused here.
+  RankedTensorType type = tg::typeOf(x);
+  SmallVector<int64_t> shape(type.getShape());
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    int64_t dim = rank - 1 - i, before = pad[2 * i], after = pad[2 * i + 1];
+    int64_t size = shape[dim];
+    std::optional<int64_t> padded = llvm::checkedAdd(size, before);
+    padded = padded ? llvm::checkedAdd(*padded, after) : std::nullopt;
+    if (before < -size || after < -size || !padded || *padded < 0)
+      return n.error() << "pad (" << before << ", " << after << ") of dim "
+                       << dim << " of size " << size
+                       << (padded ? " crops more than the dim holds"
+                                  : " gives a size a 64-bit count cannot hold");
+    shape[dim] = *padded;
+  }
+  if (failed(n.checkShape(shape, type.getElementType(),
+                          "constant_pad_nd's result")))
+    return failure();
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t dim = rank - 1 - i, before = pad[2 * i], after = pad[2 * i + 1];
     int64_t size = tg::typeOf(x).getDimSize(dim);
     int64_t start = std::max<int64_t>(0, -before),
             end = size - std::max<int64_t>(0, -after);
-    if (start > end)
-      return n.error() << "pad crops more than dim " << dim << " holds";
     if (start != 0 || end != size) {
       TRY(cropped, n.create<tg::SliceOp>(x, dim, start, end, 1));
       x = cropped;
@@ -959,11 +1110,14 @@ LogicalResult sliceScatter(Node &n) {
   int64_t count = tg::typeOf(src).getDimSize(dim);
   if (count == 0)
     return n.define(0, self);
-  int64_t span = (count - 1) * step + 1;
-  if (start + span > size)
+  // Checked: the archive's step may be any positive number.
+  std::optional<int64_t> reach = llvm::checkedMul(count - 1, step);
+  reach = reach ? llvm::checkedAdd(*reach, start + 1) : std::nullopt;
+  if (!reach || *reach > size)
     return n.error() << "slice_scatter writes " << count << " elements of step "
                      << step << " from " << start << " into a dim of size "
                      << size;
+  int64_t span = *reach - start;
   // The written stretch: src spread to its stride; between its elements
   // (step > 1) self keeps its values.
   Value written = tg::spreadAlongDim(n.b, n.loc, src, dim, step);
@@ -986,7 +1140,7 @@ LogicalResult sliceScatter(Node &n) {
 /// repeat: tile `self` by `repeats` (which may add leading dims).
 LogicalResult repeat(Node &n) {
   TRY(x, n.tensor("self"));
-  TRY(repeats, n.integers("repeats"));
+  TRY(repeats, n.sizes("repeats"));
   RankedTensorType type = tg::typeOf(x);
   if (static_cast<int64_t>(repeats.size()) < type.getRank())
     return n.error() << "repeat needs at least " << type.getRank()
@@ -998,9 +1152,15 @@ LogicalResult repeat(Node &n) {
   for (auto [r, s] : llvm::zip(repeats, shape)) {
     interleaved.append({1, s});
     tiled.append({r, s});
-    result.push_back(r * s);
+    std::optional<int64_t> size = llvm::checkedMul(r, s);
+    if (!size)
+      return n.error() << "repeat of " << type << " by " << shapeString(repeats)
+                       << " gives a size a 64-bit count cannot hold";
+    result.push_back(*size);
   }
   Type el = type.getElementType();
+  if (failed(n.checkShape(result, el, "repeat's result")))
+    return failure();
   Value v = tg::ReshapeOp::create(n.b, n.loc,
                                   RankedTensorType::get(interleaved, el), x);
   v = tg::BroadcastOp::create(n.b, n.loc, RankedTensorType::get(tiled, el), v);
@@ -1156,7 +1316,7 @@ LogicalResult indexSelect(Node &n) {
 /// decomposition makes), it is a reshape.
 LogicalResult asStrided(Node &n) {
   TRY(x, n.tensor("self"));
-  TRY(size, n.integers("size"));
+  TRY(size, n.sizes("size"));
   TRY(stride, n.integers("stride"));
   RankedTensorType in = tg::typeOf(x);
   RankedTensorType out = n.outputType(0);
@@ -1649,18 +1809,57 @@ FailureOr<Windows> windows(Node &n, Value input, ArrayRef<int64_t> kernel,
                        << dilation[i] << ", padding " << padding[i]
                        << " (kernel, stride and dilation must be positive, "
                           "padding not negative)";
-  Value padded = input;
+  // One slice per kernel offset: a kernel of the archive's word that
+  // would make more than this many is refused, not enumerated.
+  constexpr int64_t kMostWindowOffsets = int64_t(1) << 16;
+  int64_t offsets = 1;
+  for (int64_t k : kernel)
+    if (__builtin_mul_overflow(offsets, k, &offsets) ||
+        offsets > kMostWindowOffsets)
+      return n.error() << "a kernel of " << shapeString(kernel)
+                       << " has more window offsets than spmdc enumerates ("
+                       << kMostWindowOffsets << ")";
+  // The padded input's shape first, in checked arithmetic: strides,
+  // dilations and paddings are the archive's claims.
+  RankedTensorType type = tg::typeOf(input);
+  SmallVector<int64_t> paddedShape(type.getShape()), after(spatial);
   for (int64_t i = 0; i < spatial; ++i) {
-    int64_t dim = 2 + i;
-    int64_t size = tg::typeOf(input).getDimSize(dim);
-    int64_t needed =
-        (outputSize[i] - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1;
-    int64_t after = std::max<int64_t>(padding[i], needed - size - padding[i]);
-    if (outputSize[i] < 1 || needed > size + padding[i] + after)
+    int64_t size = type.getDimSize(2 + i);
+    if (outputSize[i] < 1)
       return n.error() << "window of " << kernel[i] << " does not fit spatial "
                        << "dim " << i << " of size " << size;
-    padded = tg::padAlongDim(n.b, n.loc, padded, dim, padding[i], after, fill);
+    std::optional<int64_t> reach =
+        llvm::checkedMul(outputSize[i] - 1, stride[i]);
+    std::optional<int64_t> extent =
+        llvm::checkedMul(kernel[i] - 1, dilation[i]);
+    std::optional<int64_t> needed =
+        reach && extent ? llvm::checkedAdd(*reach, *extent + 1) : std::nullopt;
+    std::optional<int64_t> leftPadded = llvm::checkedAdd(size, padding[i]);
+    if (needed && leftPadded)
+      after[i] = std::max<int64_t>(padding[i], *needed - *leftPadded);
+    std::optional<int64_t> total = needed && leftPadded
+                                       ? llvm::checkedAdd(*leftPadded, after[i])
+                                       : std::nullopt;
+    if (!total)
+      return n.error() << "spatial dim " << i << " of size " << size
+                       << ": kernel " << kernel[i] << ", stride " << stride[i]
+                       << ", dilation " << dilation[i] << ", padding "
+                       << padding[i] << " and output size " << outputSize[i]
+                       << " reach past what a 64-bit count holds";
+    paddedShape[2 + i] = *total;
   }
+  // The spatial dims alone too: a batch or channel dim of 0 would hide
+  // their product (which bounds the output positions' too).
+  if (failed(n.checkShape(paddedShape, type.getElementType(),
+                          "the padded input of the windows")) ||
+      failed(n.checkShape(ArrayRef<int64_t>(paddedShape).drop_front(2),
+                          type.getElementType(),
+                          "the padded input's spatial dims")))
+    return failure();
+  Value padded = input;
+  for (int64_t i = 0; i < spatial; ++i)
+    padded =
+        tg::padAlongDim(n.b, n.loc, padded, 2 + i, padding[i], after[i], fill);
   Windows w;
   w.outputSize.assign(outputSize.begin(), outputSize.end());
   SmallVector<int64_t> offset(spatial, 0);
@@ -1760,7 +1959,7 @@ LogicalResult convolution(Node &n) {
   int64_t batch = xType.getDimSize(0), channels = xType.getDimSize(1),
           outChannels = wType.getDimSize(0);
   if (groups < 1 || channels % groups || outChannels % groups ||
-      wType.getDimSize(1) * groups != channels)
+      channels / groups != wType.getDimSize(1))
     return n.error() << "convolution of " << channels << " channels into "
                      << outChannels << " with " << groups
                      << " groups and weight " << wType;
@@ -1827,6 +2026,15 @@ LogicalResult maxPoolWithIndices(Node &n) {
   SmallVector<int64_t> posShape = {k};
   posShape.append(outputSize);
   auto posType = RankedTensorType::get(posShape, n.b.getI64Type());
+  // A constant of that many positions, computed here: bounded as
+  // as_strided's are.
+  constexpr int64_t kMostPositions = int64_t(1) << 26;
+  int64_t count = 1;
+  for (int64_t d : posShape)
+    if (__builtin_mul_overflow(count, d, &count) || count > kMostPositions)
+      return n.error() << "max_pool's indices need more window positions ("
+                       << shapeString(posShape) << ") than spmdc computes ("
+                       << kMostPositions << ")";
   SmallVector<int64_t> inputSize(type.getShape().drop_front(2));
   SmallVector<int64_t> positions;
   SmallVector<int64_t> offset(spatial, 0), at(spatial, 0);
@@ -2190,10 +2398,11 @@ const llvm::StringMap<Mapping> &atenMappings() {
     add("addmm.default", addmm);
     add("linear.default", linear);
     // Shapes and data movement.
-    for (StringRef op : {"view.default", "_unsafe_view.default",
-                         "reshape.default", "unsqueeze.default",
-                         "squeeze.dim", "squeeze.dims", "squeeze.default",
-                         "flatten.using_ints"})
+    add("view.default", viewAs("size"));
+    add("_unsafe_view.default", viewAs("size"));
+    add("reshape.default", viewAs("shape"));
+    for (StringRef op : {"unsqueeze.default", "squeeze.dim", "squeeze.dims",
+                         "squeeze.default", "flatten.using_ints"})
       add(op, reshapeToOutput);
     for (StringRef op : {"clone.default", "alias.default", "detach.default",
                          "lift_fresh_copy.default", "contiguous.default"})

@@ -13,6 +13,7 @@
 #include "llvm/ADT/STLForwardCompat.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/Twine.h"
 
 #include <nlohmann/json.hpp>
 
@@ -122,6 +123,36 @@ public:
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   integers(llvm::StringRef name,
            std::optional<llvm::SmallVector<int64_t>> defaultValue = {});
+
+  /// What a -1 in a size list stands for.
+  enum class MinusOne {
+    /// Nothing: every size is given (repeat's repeats, split sizes, full).
+    Refused,
+    /// view/reshape: the one dim that gives the input's element count.
+    Inferred,
+    /// expand: the input's size of that dim (of an existing dim only).
+    Kept,
+  };
+  /// The size list argument `name` (shape, repeats, split sizes, ...) as a
+  /// shape a tensor can have, or failure with one error at the node that
+  /// says what is wrong: a negative size (a -1 aside, where `minusOne`
+  /// gives it a meaning: then resolved against `input`, the shape of the
+  /// tensor the node reads), a -1 that cannot be resolved, a shape whose
+  /// element count differs from `input`'s (Inferred) or that `input` does
+  /// not expand to (Kept), or one too large to count (checkShape). An
+  /// archive's sizes are claims: unvetted, a negative or overflowing one
+  /// reached tensor types (found by fuzz/pt2-fuzzer.cpp).
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  sizes(llvm::StringRef name, MinusOne minusOne = MinusOne::Refused,
+        llvm::ArrayRef<int64_t> input = {});
+  /// Fails, with an error at the node naming `what`, unless `shape` is one
+  /// a tensor of `elementType` can have: no dim negative, an element count
+  /// and a byte size that int64 holds, within --max-tensor-bytes (the limit
+  /// the archive's own tensors meet). For shapes mappings compute from the
+  /// node's arguments.
+  mlir::LogicalResult checkShape(llvm::ArrayRef<int64_t> shape,
+                                 mlir::Type elementType,
+                                 const llvm::Twine &what);
   /// A number (int, float, bool; "Infinity"/"-Infinity"/"NaN" allowed).
   mlir::FailureOr<double> number(llvm::StringRef name,
                                  std::optional<double> defaultValue = {});
