@@ -25,6 +25,8 @@
 #include <cstring>
 #include <ctime>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace spmdc::rt::collectives {
 namespace {
@@ -197,6 +199,113 @@ bool contiguousIdentity(const Group &g, int64_t outer) {
   return outer == 1 && g.perm.empty();
 }
 
+// A reduce-scatter around a ring of the group's members (in communicator
+// order), point to point: Open MPI 4.1's MPI_Reduce_scatter_block sums a
+// 27 MB bucket over two ranks on one host in 8 to 15 ms, more than its
+// MPI_Allreduce of the whole bucket (6 ms), while trading halves and adding
+// takes 2 (docs/benchmarks.md). Each element is summed in the members'
+// ring order; over two members that is one addition, whose result does not
+// depend on the order, so a 2-rank sum is MPI's bit for bit.
+
+/// Sends `sendCount` elements at `send` to member `to` while receiving
+/// `recvCount` into `recv` from member `from`. Each direction goes as
+/// messages of at most 2^30 elements, and at least one (of none where the
+/// count is 0), so that both ends of a pair count the same messages; in
+/// sleep mode the wait sleeps between polls.
+void exchange(const char *call, const char *send, int64_t sendCount,
+              char *recv, int64_t recvCount, const DTypeInfo &t, int to,
+              int from, MPI_Comm comm) {
+  constexpr int kTag = 7321;
+  const int64_t piece = int64_t(1) << 30;
+  std::vector<MPI_Request> requests;
+  int64_t done = 0;
+  do {
+    int n = static_cast<int>(std::min(piece, recvCount - done));
+    requests.emplace_back();
+    checkMpi(MPI_Irecv(recv + done * t.bytes, n, t.mpi, from, kTag, comm,
+                       &requests.back()),
+             call, "MPI_Irecv");
+    done += n;
+  } while (done < recvCount);
+  done = 0;
+  do {
+    int n = static_cast<int>(std::min(piece, sendCount - done));
+    requests.emplace_back();
+    checkMpi(MPI_Isend(send + done * t.bytes, n, t.mpi, to, kTag, comm,
+                       &requests.back()),
+             call, "MPI_Isend");
+    done += n;
+  } while (done < sendCount);
+  if (!state().sleepWhenIdle) {
+    checkMpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                         MPI_STATUSES_IGNORE),
+             call, "MPI_Waitall");
+    return;
+  }
+  for (MPI_Request &request : requests)
+    sleepUntilDone(request, call, "MPI_Isend/MPI_Irecv");
+}
+
+template <typename T>
+void add(T *out, const T *a, const T *b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = a[i] + b[i];
+}
+
+/// out = a + b, elementwise, in `dtype`.
+void add(int32_t dtype, void *out, const void *a, const void *b, int64_t n) {
+  switch (dtype) {
+  case SPMD_DTYPE_F32:
+    return add(static_cast<float *>(out), static_cast<const float *>(a),
+               static_cast<const float *>(b), n);
+  case SPMD_DTYPE_F64:
+    return add(static_cast<double *>(out), static_cast<const double *>(a),
+               static_cast<const double *>(b), n);
+  case SPMD_DTYPE_I64:
+    return add(static_cast<int64_t *>(out), static_cast<const int64_t *>(a),
+               static_cast<const int64_t *>(b), n);
+  default:
+    return add(static_cast<int32_t *>(out), static_cast<const int32_t *>(a),
+               static_cast<const int32_t *>(b), n);
+  }
+}
+
+/// The member this rank is in `g`'s communicator, and the group's size.
+std::pair<int, int> ringPlace(const char *call, const Group &g) {
+  int me = 0;
+  checkMpi(MPI_Comm_rank(g.comm, &me), call, "MPI_Comm_rank");
+  return {me, static_cast<int>(g.size)};
+}
+
+/// Ring reduce-scatter: `send` holds one block of `block` elements per
+/// member in communicator order; `out` gets the sum of this member's block.
+/// Step s passes on the partial sum of block (me - 1 - s) and adds this
+/// member's own to the partial sum of block (me - 2 - s) it receives; the
+/// last received is this member's block, summed into `out` itself.
+void ringReduceScatter(const char *call, const char *send, char *out,
+                       int64_t block, int32_t dtype, const DTypeInfo &t,
+                       const Group &g) {
+  auto [me, size] = ringPlace(call, g);
+  int next = (me + 1) % size, prev = (me + size - 1) % size;
+  size_t bytes = block * t.bytes;
+  auto own = [&](int member) { return send + member * bytes; };
+  std::vector<char> partial, received;
+  if (size > 2) {
+    partial.resize(bytes);
+    received.resize(bytes);
+  }
+  const char *outgoing = own((me + size - 1) % size);
+  for (int step = 0; step < size - 1; ++step) {
+    int incoming = (me + 2 * size - 2 - step) % size;
+    bool last = step == size - 2;
+    char *into = last ? out : received.data();
+    exchange(call, outgoing, block, into, block, t, next, prev, g.comm);
+    char *sum = last ? out : partial.data();
+    add(dtype, sum, into, own(incoming), block);
+    outgoing = sum;
+  }
+}
+
 } // namespace
 
 int allReduce(void *inout, int64_t count, int32_t dtype, const int32_t *axes,
@@ -312,16 +421,8 @@ int reduceScatter(const void *in, void *out, int32_t rank,
     checkTransport(call, transport,
                    transport->reduce_scatter(send, out, block, dtype, g.mask));
   else
-    runMpi(
-        call, "MPI_Reduce_scatter_block",
-        [&] {
-          return MPI_Reduce_scatter_block(send, out, block, t.mpi, MPI_SUM,
-                                          g.comm);
-        },
-        [&](MPI_Request *r) {
-          return MPI_Ireduce_scatter_block(send, out, block, t.mpi, MPI_SUM,
-                                           g.comm, r);
-        });
+    ringReduceScatter(call, static_cast<const char *>(send),
+                      static_cast<char *>(out), block, dtype, t, g);
   return 0;
 }
 
