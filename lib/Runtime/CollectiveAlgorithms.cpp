@@ -208,34 +208,32 @@ bool contiguousIdentity(const Group &g, int64_t outer) {
 // depend on the order, so a 2-rank sum is MPI's bit for bit.
 
 /// Sends `sendCount` elements at `send` to member `to` while receiving
-/// `recvCount` into `recv` from member `from`. Each direction goes as
+/// `recvCount` into `recv` from member `source`. Each direction goes as
 /// messages of at most 2^30 elements, and at least one (of none where the
 /// count is 0), so that both ends of a pair count the same messages; in
 /// sleep mode the wait sleeps between polls.
 void exchange(const char *call, const char *send, int64_t sendCount,
               char *recv, int64_t recvCount, const DTypeInfo &t, int to,
-              int from, MPI_Comm comm) {
+              int source, MPI_Comm comm) {
   constexpr int kTag = 7321;
   const int64_t piece = int64_t(1) << 30;
   std::vector<MPI_Request> requests;
-  int64_t done = 0;
-  do {
-    int n = static_cast<int>(std::min(piece, recvCount - done));
-    requests.emplace_back();
-    checkMpi(MPI_Irecv(recv + done * t.bytes, n, t.mpi, from, kTag, comm,
-                       &requests.back()),
-             call, "MPI_Irecv");
-    done += n;
-  } while (done < recvCount);
-  done = 0;
-  do {
-    int n = static_cast<int>(std::min(piece, sendCount - done));
-    requests.emplace_back();
-    checkMpi(MPI_Isend(send + done * t.bytes, n, t.mpi, to, kTag, comm,
-                       &requests.back()),
-             call, "MPI_Isend");
-    done += n;
-  } while (done < sendCount);
+  auto post = [&](char *at, int64_t count, bool sending) {
+    int64_t done = 0;
+    do {
+      int n = static_cast<int>(std::min(piece, count - done));
+      char *data = at + done * t.bytes;
+      requests.emplace_back();
+      checkMpi(sending ? MPI_Isend(data, n, t.mpi, to, kTag, comm,
+                                   &requests.back())
+                       : MPI_Irecv(data, n, t.mpi, source, kTag, comm,
+                                   &requests.back()),
+               call, sending ? "MPI_Isend" : "MPI_Irecv");
+      done += n;
+    } while (done < count);
+  };
+  post(recv, recvCount, /*sending=*/false);
+  post(const_cast<char *>(send), sendCount, /*sending=*/true);
   if (!state().sleepWhenIdle) {
     checkMpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
                          MPI_STATUSES_IGNORE),
