@@ -25,7 +25,6 @@
 #include <cstring>
 #include <ctime>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 namespace spmdc::rt::collectives {
@@ -207,41 +206,24 @@ bool contiguousIdentity(const Group &g, int64_t outer) {
 // ring order; over two members that is one addition, whose result does not
 // depend on the order, so a 2-rank sum is MPI's bit for bit.
 
-/// Sends `sendCount` elements at `send` to member `to` while receiving
-/// `recvCount` into `recv` from member `source`. Each direction goes as
-/// messages of at most 2^30 elements, and at least one (of none where the
-/// count is 0), so that both ends of a pair count the same messages; in
-/// sleep mode the wait sleeps between polls.
-void exchange(const char *call, const char *send, int64_t sendCount,
-              char *recv, int64_t recvCount, const DTypeInfo &t, int to,
-              int source, MPI_Comm comm) {
+/// Sends `count` elements at `send` to member `to` while receiving as many
+/// into `recv` from member `source`; in sleep mode the wait sleeps between
+/// polls.
+void exchange(const char *call, const char *send, char *recv, int count,
+              const DTypeInfo &t, int to, int source, MPI_Comm comm) {
   constexpr int kTag = 7321;
-  const int64_t piece = int64_t(1) << 30;
-  std::vector<MPI_Request> requests;
-  auto post = [&](char *at, int64_t count, bool sending) {
-    int64_t done = 0;
-    do {
-      int n = static_cast<int>(std::min(piece, count - done));
-      char *data = at + done * t.bytes;
-      requests.emplace_back();
-      checkMpi(sending ? MPI_Isend(data, n, t.mpi, to, kTag, comm,
-                                   &requests.back())
-                       : MPI_Irecv(data, n, t.mpi, source, kTag, comm,
-                                   &requests.back()),
-               call, sending ? "MPI_Isend" : "MPI_Irecv");
-      done += n;
-    } while (done < count);
-  };
-  post(recv, recvCount, /*sending=*/false);
-  post(const_cast<char *>(send), sendCount, /*sending=*/true);
+  MPI_Request requests[2];
+  checkMpi(MPI_Irecv(recv, count, t.mpi, source, kTag, comm, &requests[0]),
+           call, "MPI_Irecv");
+  checkMpi(MPI_Isend(send, count, t.mpi, to, kTag, comm, &requests[1]), call,
+           "MPI_Isend");
   if (!state().sleepWhenIdle) {
-    checkMpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-                         MPI_STATUSES_IGNORE),
-             call, "MPI_Waitall");
+    checkMpi(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE), call,
+             "MPI_Waitall");
     return;
   }
-  for (MPI_Request &request : requests)
-    sleepUntilDone(request, call, "MPI_Isend/MPI_Irecv");
+  sleepUntilDone(requests[0], call, "MPI_Irecv");
+  sleepUntilDone(requests[1], call, "MPI_Isend");
 }
 
 template <typename T>
@@ -268,22 +250,17 @@ void add(int32_t dtype, void *out, const void *a, const void *b, int64_t n) {
   }
 }
 
-/// The member this rank is in `g`'s communicator, and the group's size.
-std::pair<int, int> ringPlace(const char *call, const Group &g) {
-  int me = 0;
-  checkMpi(MPI_Comm_rank(g.comm, &me), call, "MPI_Comm_rank");
-  return {me, static_cast<int>(g.size)};
-}
-
 /// Ring reduce-scatter: `send` holds one block of `block` elements per
 /// member in communicator order; `out` gets the sum of this member's block.
 /// Step s passes on the partial sum of block (me - 1 - s) and adds this
 /// member's own to the partial sum of block (me - 2 - s) it receives; the
 /// last received is this member's block, summed into `out` itself.
+/// `block` is within MPI's int count (blockCount).
 void ringReduceScatter(const char *call, const char *send, char *out,
-                       int64_t block, int32_t dtype, const DTypeInfo &t,
+                       int block, int32_t dtype, const DTypeInfo &t,
                        const Group &g) {
-  auto [me, size] = ringPlace(call, g);
+  int me = 0, size = static_cast<int>(g.size);
+  checkMpi(MPI_Comm_rank(g.comm, &me), call, "MPI_Comm_rank");
   int next = (me + 1) % size, prev = (me + size - 1) % size;
   size_t bytes = block * t.bytes;
   auto own = [&](int member) { return send + member * bytes; };
@@ -297,7 +274,7 @@ void ringReduceScatter(const char *call, const char *send, char *out,
     int incoming = (me + 2 * size - 2 - step) % size;
     bool last = step == size - 2;
     char *into = last ? out : received.data();
-    exchange(call, outgoing, block, into, block, t, next, prev, g.comm);
+    exchange(call, outgoing, into, block, t, next, prev, g.comm);
     char *sum = last ? out : partial.data();
     add(dtype, sum, into, own(incoming), block);
     outgoing = sum;
