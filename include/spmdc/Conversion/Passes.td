@@ -148,7 +148,9 @@ def ElideSliceCopies : Pass<"elide-slice-copies", "::mlir::func::FuncOp"> {
     buffer is the slice:
 
     - into: a static `memref.alloc` copied whole (through shape-only views:
-      reshape, collapse, expand, cast) into a contiguous static subview of
+      reshape, collapse, expand, cast, and `scf.for` loops that yield the
+      buffer they were handed, as an embedding's scatter-add gradient
+      bufferizes) into a contiguous static subview of
       another, in the same block, and not used after the copy, is
       allocated in that slice, provided every other use of the host is
       after the copy or of a slice that does not overlap it;

@@ -11,7 +11,8 @@
 //
 // - into: a fresh buffer copied whole into a contiguous slice of another,
 //   and not used after the copy, is allocated in that slice; nothing may
-//   use the host buffer whole before the copy.
+//   use the host buffer whole before the copy. A loop that hands the
+//   buffer through (an embedding's scatter-add) is the buffer.
 // - out of: a fresh buffer filled by a copy of a contiguous slice of
 //   another, its first use, is that slice; nothing may use the host
 //   buffer whole after the copy.
@@ -28,6 +29,7 @@
 #include "spmdc/Conversion/Passes.h"
 
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -80,11 +82,35 @@ int64_t elementBytes(MemRefType type) {
   return type.getElementType().getIntOrFloatBitWidth() / 8;
 }
 
+/// The buffer a loop hands through unchanged: the initial value of an
+/// `scf.for` iteration argument whose every iteration yields the buffer it
+/// got (itself, or through a loop nested in it that does the same), as an
+/// in-place scatter-add bufferizes. Null for any other value.
+Value loopCarriedBuffer(Value v) {
+  auto result = dyn_cast<OpResult>(v);
+  auto loop = result ? dyn_cast<scf::ForOp>(result.getOwner()) : nullptr;
+  if (!loop)
+    return {};
+  unsigned index = result.getResultNumber();
+  Value iterationArgument = loop.getRegionIterArgs()[index];
+  Value yielded = loop.getYieldedValues()[index];
+  while (yielded != iterationArgument) {
+    yielded = loopCarriedBuffer(yielded);
+    if (!yielded)
+      return {};
+  }
+  return loop.getInitArgs()[index];
+}
+
 /// The buffer `v` reshapes (through memref.reshape, collapse_shape,
 /// expand_shape and cast of identity layouts, which keep the elements'
-/// order), or `v`.
+/// order, and loops that hand a buffer through), or `v`.
 Value reshapedBuffer(Value v) {
   while (Operation *def = v.getDefiningOp()) {
+    if (Value carried = loopCarriedBuffer(v)) {
+      v = carried;
+      continue;
+    }
     if (!isa<memref::ReshapeOp, memref::CollapseShapeOp, memref::ExpandShapeOp,
              memref::CastOp>(def))
       break;

@@ -114,3 +114,54 @@ func.func @kept_out(%r: memref<8xf32>) -> memref<4xf32> {
   memref.copy %b, %f : memref<4xf32, strided<[1], offset: 4>> to memref<4xf32>
   return %f : memref<4xf32>
 }
+
+// -----
+
+// An embedding's gradient as it bufferizes: a scatter-add in nested loops
+// that hand the buffer through (each yields the buffer it got), then
+// copied into its bucket. The loops' buffer is allocated in the bucket. A
+// loop that yields another buffer is not followed: its copy stays.
+
+func.func private @use(memref<*xf32>)
+
+// CHECK-LABEL: func.func @scatter_loops
+// CHECK: %[[BYTES:.*]] = memref.alloc() : memref<64xi8>
+// CHECK: %[[G:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<64xi8> to memref<3x4xf32>
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[G]] : memref<3x4xf32>)
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[G]])
+// CHECK: %[[OTHER:.*]] = scf.for
+// CHECK-COUNT-1: memref.copy
+// CHECK-NOT: memref.copy
+func.func @scatter_loops(%c: f32, %rows: memref<2xindex>, %d: memref<2x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %g = memref.alloc() : memref<3x4xf32>
+  linalg.fill ins(%c : f32) outs(%g : memref<3x4xf32>)
+  %r = scf.for %i = %c0 to %c2 step %c1 iter_args(%a = %g) -> (memref<3x4xf32>) {
+    %in = scf.for %j = %c0 to %c4 step %c1 iter_args(%b = %a) -> (memref<3x4xf32>) {
+      %row = memref.load %rows[%i] : memref<2xindex>
+      %old = memref.load %b[%row, %j] : memref<3x4xf32>
+      %add = memref.load %d[%i, %j] : memref<2x4xf32>
+      %new = arith.addf %old, %add : f32
+      memref.store %new, %b[%row, %j] : memref<3x4xf32>
+      scf.yield %b : memref<3x4xf32>
+    }
+    scf.yield %in : memref<3x4xf32>
+  }
+  %h = memref.alloc() : memref<4xf32>
+  %other = memref.alloc() : memref<4xf32>
+  %s = scf.for %i = %c0 to %c2 step %c1 iter_args(%a = %h) -> (memref<4xf32>) {
+    scf.yield %other : memref<4xf32>
+  }
+  %bucket = memref.alloc() : memref<16xf32>
+  %flat = memref.collapse_shape %r [[0, 1]] : memref<3x4xf32> into memref<12xf32>
+  %s0 = memref.subview %bucket[0] [12] [1] : memref<16xf32> to memref<12xf32, strided<[1]>>
+  memref.copy %flat, %s0 : memref<12xf32> to memref<12xf32, strided<[1]>>
+  %s1 = memref.subview %bucket[12] [4] [1] : memref<16xf32> to memref<4xf32, strided<[1], offset: 12>>
+  memref.copy %s, %s1 : memref<4xf32> to memref<4xf32, strided<[1], offset: 12>>
+  %bu = memref.cast %bucket : memref<16xf32> to memref<*xf32>
+  call @use(%bu) : (memref<*xf32>) -> ()
+  return
+}
