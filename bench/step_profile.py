@@ -2,9 +2,10 @@
 """Where a compiled step's time goes, per kind of work.
 
     python3 bench/step_profile.py [--build build] [--config medium] [--steps K]
-                             [--ranks 1|2]
+                             [--ranks 1|2] [--preset ddp|zero1|zero2|zero3]
 
-Compiles the GPT-2 shaped config with spmdc (AdamW; 2 ranks: ddp), then
+Compiles the GPT-2 shaped config with spmdc (AdamW; 2 ranks: the data
+parallel preset named, ddp by default), then
 samples two runs of spmd-run with `perf record` (SPMD_RUN_PERF=1 names the
 JIT-compiled functions): one of 1 step and one of 1 + K. Their difference
 is K steady steps (the JIT and the inputs, the same in both, cancel out).
@@ -131,6 +132,9 @@ def main():
     ap.add_argument("--config", default="medium", choices=list(peers.CONFIGS))
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--ranks", type=int, default=1, choices=(1, 2))
+    ap.add_argument("--preset", default="ddp",
+                    choices=("ddp", "zero1", "zero2", "zero3"),
+                    help="the data-parallel preset of 2 ranks")
     ap.add_argument("--precision", default="f32", choices=("f32", "bf16"),
                     help="spmdc --precision (bf16: the matmuls in bf16)")
     ap.add_argument("--threads", type=int, default=1,
@@ -152,10 +156,10 @@ def main():
     cmd = [os.path.join(args.build, "bin", "spmdc"), graph, "-o", module,
            "--optimizer", "adamw", "--precision", args.precision]
     if args.ranks == 2:
-        spec = os.path.join(tmp, "ddp.json")
+        spec = os.path.join(tmp, "spec.json")
         with open(spec, "w") as f:
             json.dump({"version": 1, "mesh": {"axes": ["dp"], "shape": [2]},
-                       "presets": {"dp": "ddp"}}, f)
+                       "presets": {"dp": args.preset}}, f)
         cmd += ["--shard-spec", spec]
     subprocess.run(cmd, check=True)
 
@@ -188,7 +192,8 @@ def main():
     per_step = {k: max(0, counts["long"][k] - counts["short"][k]) /
                 args.frequency / steps / args.ranks * 1e3 for k in KINDS}
     total = sum(per_step.values())
-    print(f"{args.config}, {args.precision}, {args.ranks} rank(s) of "
+    layout = f" {args.preset}" if args.ranks == 2 else ""
+    print(f"{args.config}, {args.precision}, {args.ranks} rank(s){layout} of "
           f"{args.threads} thread(s), {steps} steps profiled; "
           f"one core's ceilings: SGEMM {sgemm:.1f} GFLOP/s, copy "
           f"{copy_gbs:.1f} GB/s")
@@ -200,8 +205,10 @@ def main():
             note = f"  {gflops:.1f} GFLOP/s, {gflops / sgemm:.0%} of SGEMM"
         if k == "optimizer" and per_step[k] > 0:
             # AdamW: p, g, m, v read and p, m, v written, 4 bytes each, of
-            # every parameter on every rank (ddp replicates the update).
-            gbs = 7 * 4 * params / (per_step[k] / 1e3) / 1e9
+            # every parameter on every rank (ddp replicates the update; the
+            # zero presets update a rank's shard).
+            updated = params if args.preset == "ddp" else params / args.ranks
+            gbs = 7 * 4 * updated / (per_step[k] / 1e3) / 1e9
             note = f"  {gbs:.1f} GB/s, {gbs / copy_gbs:.0%} of copy"
         print(f"{k:<14}{per_step[k]:>10.2f}{per_step[k] / total:>8.0%}{note}")
     median = step_ms[len(step_ms) // 2] if step_ms else float("nan")

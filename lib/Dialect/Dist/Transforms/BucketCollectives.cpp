@@ -15,7 +15,9 @@
 // A reduce-scatter's or all-gather's buffer is laid out rank-major, as
 // --dist-fsdp-group lays out its groups: rank 0's chunk of every member,
 // then rank 1's, so each rank's chunk of the buffer holds its chunk of
-// every member, whatever dim a member is split on.
+// every member, whatever dim a member is split on. Each member's chunks
+// are then copied in and out apart, so a large one (`alone-mb`) keeps its
+// own collective, which reads the gradient and writes the shard in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -253,6 +255,7 @@ struct DistBucketCollectivesPass
     // (DDP's and _spmd's 1 MiB); never larger than the others.
     double firstBytes = std::min(firstBucketMiB, bucketMiB) * mib;
     double bytes = bucketMiB * mib;
+    double aloneBytes = aloneMiB * mib;
     llvm::StringMap<bool> parameters = mainParameters(getOperation());
     llvm::SmallPtrSet<Operation *, 8> fused;
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
@@ -263,7 +266,8 @@ struct DistBucketCollectivesPass
                       std::map<std::string, unsigned>>
           streams;
       for (Operation &op : body)
-        if (bucketedTensor(&op, parameters) && evenlySplit(&op))
+        if (bucketedTensor(&op, parameters) && evenlySplit(&op) &&
+            (isa<AllReduceOp>(&op) || payloadBytes(&op) < aloneBytes))
           streams[bucketKey(&op)].push_back(&op);
       for (auto &[key, members] : streams)
         for (SmallVector<Operation *> &bucket :

@@ -2,6 +2,7 @@
 // RUN: spmdc-opt %s --dist-bucket-collectives=mb=0.0001220703125 -split-input-file | FileCheck %s --check-prefix=SMALL
 // RUN: spmdc-opt %s "--dist-bucket-collectives=mb=0.0001220703125 first-mb=0.00006103515625" -split-input-file | FileCheck %s --check-prefix=FIRST
 // RUN: spmdc-opt %s --dist-bucket-collectives=mb=0 -split-input-file | FileCheck %s --check-prefix=OFF
+// RUN: spmdc-opt %s --dist-bucket-collectives=alone-mb=0.000030517578125 -split-input-file | FileCheck %s --check-prefix=ALONE
 
 // DDP: the gradients' all-reduces, in the order the backward produces them,
 // become one all-reduce of their flattened, concatenated buffer (272 f32,
@@ -145,5 +146,53 @@ module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}} {
     %gc = tg.exp %a : tensor<4xf32>
     %c = dist.all_reduce %gc axes ["dp"] {origin = "c", phase = #dist.phase<backward>} : tensor<4xf32>
     return %a, %b, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  }
+}
+
+// -----
+
+// With alone-mb at 32 bytes, the 48-byte gradients a and c keep their own
+// reduce-scatters and all-gathers, reading the gradient and writing the
+// shard as they are; b and d (8 bytes) still share a bucket (placed, as
+// every bucket, after its inputs exist and not before its first member). The
+// all-reduces are DDP's, packed without copies: all three share a bucket
+// whatever their size. At the default (1 MiB) all four share buckets.
+// ALONE-LABEL: func.func @alone
+// ALONE: dist.reduce_scatter %arg0 axes ["dp"] dim 0 {origin = "a", phase = #dist.phase<backward>} : tensor<4x3xf32> -> tensor<2x3xf32>
+// ALONE: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "gradient bucket 0", phase = #dist.phase<backward>, tensors = ["b", "d"]} : tensor<4xf32> -> tensor<2xf32>
+// ALONE: dist.reduce_scatter %arg2 axes ["dp"] dim 0 {origin = "c", phase = #dist.phase<backward>} : tensor<4x3xf32> -> tensor<2x3xf32>
+// ALONE: dist.all_reduce %{{.*}} axes ["tp"] {origin = "gradient bucket 1", phase = #dist.phase<backward>, tensors = ["a", "b", "c"]} : tensor<26xf32>
+// ALONE: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "a", phase = #dist.phase<optimizer>} : tensor<2x3xf32> -> tensor<4x3xf32>
+// ALONE: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "parameter bucket 0", phase = #dist.phase<optimizer>, tensors = ["b", "d"]} : tensor<2xf32> -> tensor<4xf32>
+// ALONE: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "c", phase = #dist.phase<optimizer>} : tensor<2x3xf32> -> tensor<4x3xf32>
+// CHECK-LABEL: func.func @alone
+// CHECK: dist.reduce_scatter %{{.*}} {origin = "gradient bucket 0", phase = #dist.phase<backward>, tensors = ["a", "b", "c", "d"]} : tensor<28xf32> -> tensor<14xf32>
+// CHECK: dist.all_gather %{{.*}} {origin = "parameter bucket 0", phase = #dist.phase<optimizer>, tensors = ["a", "b", "c", "d"]} : tensor<14xf32> -> tensor<28xf32>
+module attributes {dist.mesh = {axes = ["dp", "tp"], shape = array<i64: 2, 1>}} {
+  func.func @main(%a: tensor<4x3xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "a", tg.role = #tg.role<param>},
+                  %b: tensor<2xf32> {dist.sharding = #dist.sharding<[[]]>, tg.name = "b", tg.role = #tg.role<param>},
+                  %c: tensor<4x3xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "c", tg.role = #tg.role<param>},
+                  %d: tensor<2xf32> {dist.sharding = #dist.sharding<[[]]>, tg.name = "d", tg.role = #tg.role<param>})
+      -> (tensor<4x3xf32> {dist.sharding = #dist.sharding<[[], []]>, tg.name = "a", tg.role = #tg.role<param>}) {
+    return %a : tensor<4x3xf32>
+  }
+  func.func @alone(%ga: tensor<4x3xf32>, %gb: tensor<2xf32>, %gc: tensor<4x3xf32>, %gd: tensor<2xf32>)
+      -> (tensor<4x3xf32>, tensor<2xf32>, tensor<4x3xf32>, tensor<2xf32>, tensor<4x3xf32>, tensor<2xf32>, tensor<4x3xf32>) {
+    %ra = dist.reduce_scatter %ga axes ["dp"] dim 0 {origin = "a", phase = #dist.phase<backward>} : tensor<4x3xf32> -> tensor<2x3xf32>
+    %rb = dist.reduce_scatter %gb axes ["dp"] dim 0 {origin = "b", phase = #dist.phase<backward>} : tensor<2xf32> -> tensor<1xf32>
+    %rc = dist.reduce_scatter %gc axes ["dp"] dim 0 {origin = "c", phase = #dist.phase<backward>} : tensor<4x3xf32> -> tensor<2x3xf32>
+    %rd = dist.reduce_scatter %gd axes ["dp"] dim 0 {origin = "d", phase = #dist.phase<backward>} : tensor<2xf32> -> tensor<1xf32>
+    %ta = dist.all_reduce %ga axes ["tp"] {origin = "a", phase = #dist.phase<backward>} : tensor<4x3xf32>
+    %tb = dist.all_reduce %gb axes ["tp"] {origin = "b", phase = #dist.phase<backward>} : tensor<2xf32>
+    %tc = dist.all_reduce %gc axes ["tp"] {origin = "c", phase = #dist.phase<backward>} : tensor<4x3xf32>
+    %ua = tg.neg %ra : tensor<2x3xf32>
+    %ub = tg.neg %rb : tensor<1xf32>
+    %uc = tg.neg %rc : tensor<2x3xf32>
+    %ud = tg.neg %rd : tensor<1xf32>
+    %na = dist.all_gather %ua axes ["dp"] dim 0 {origin = "a", phase = #dist.phase<optimizer>} : tensor<2x3xf32> -> tensor<4x3xf32>
+    %nb = dist.all_gather %ub axes ["dp"] dim 0 {origin = "b", phase = #dist.phase<optimizer>} : tensor<1xf32> -> tensor<2xf32>
+    %nc = dist.all_gather %uc axes ["dp"] dim 0 {origin = "c", phase = #dist.phase<optimizer>} : tensor<2x3xf32> -> tensor<4x3xf32>
+    %nd = dist.all_gather %ud axes ["dp"] dim 0 {origin = "d", phase = #dist.phase<optimizer>} : tensor<1xf32> -> tensor<2xf32>
+    return %na, %nb, %nc, %nd, %ta, %tb, %tc : tensor<4x3xf32>, tensor<2xf32>, tensor<4x3xf32>, tensor<2xf32>, tensor<4x3xf32>, tensor<2xf32>, tensor<4x3xf32>
   }
 }

@@ -159,6 +159,14 @@ def DistBucketCollectives : Pass<"dist-bucket-collectives", "::mlir::ModuleOp"> 
     (optimizer), numbered in program order, and `tensors` names its
     members. A bucket of one tensor is that tensor's own collective.
 
+    A reduce-scatter or all-gather whose full bytes reach `alone-mb` MiB
+    (1) stays out of the buckets, its own collective: in a rank-major
+    buffer each member is copied in and out, its rank chunks apart, and a
+    copy of a MiB costs more than a message's latency (GPT-2 small's
+    ZeRO-1 step copied 0.8 GB a rank through its buckets). Its input and
+    result are then the tensor and its shard as they are. The smaller
+    ones go in buckets as above, past the large ones between them.
+
     Before, per rank (DDP, the backward produces fc2's gradients first):
     ```mlir
     %a = dist.all_reduce %gw2 axes ["dp"] {origin = "fc2.weight", phase = #dist.phase<backward>} : tensor<8x32xf32>
@@ -179,6 +187,9 @@ def DistBucketCollectives : Pass<"dist-bucket-collectives", "::mlir::ModuleOp"> 
            "the bucket size in MiB of full (unsharded) bytes; 0: no buckets">,
     Option<"firstBucketMiB", "first-mb", "double", "1",
            "the first bucket's size in MiB (at most mb)">,
+    Option<"aloneMiB", "alone-mb", "double", "1",
+           "a reduce-scatter or all-gather of at least this many MiB stays "
+           "its own collective">,
   ];
   let dependentDialects = ["::spmdc::dist::DistDialect",
                            "::spmdc::tg::TensorGraphDialect"];
