@@ -325,10 +325,13 @@ LogicalResult buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
       pm.addPass(tg::createTgAccumulateGradients(accumulate));
     }
   }
+  // A GPU copies a bucket in and out at its memory's speed, far below a
+  // message's latency: there every size shares buckets and groups.
   if (options.emit >= Stage::Propagate && options.spec)
-    dist::addShardPasses(pm, *options.spec,
-                         /*partition=*/options.emit >= Stage::Shard,
-                         options.fsdpGroup, options.bucketMiB);
+    dist::addShardPasses(
+        pm, *options.spec, /*partition=*/options.emit >= Stage::Shard,
+        options.fsdpGroup, options.bucketMiB,
+        options.lowering.target == Target::Cuda ? 0 : dist::kDefaultAloneMiB);
   if (options.emit >= Stage::Lower)
     buildLoweringPipeline(pm, options.lowering);
   return success();

@@ -565,7 +565,7 @@ std::unique_ptr<Pass> spmdc::dist::createDistApplySpec(ShardSpec spec) {
 
 void spmdc::dist::addShardPasses(OpPassManager &pm, ShardSpec spec,
                                  bool partition, FsdpGroup fsdpGroup,
-                                 double bucketMiB) {
+                                 double bucketMiB, double aloneMiB) {
   pm.addPass(createDistApplySpec(std::move(spec)));
   pm.addPass(createDistPropagate());
   if (!partition)
@@ -573,10 +573,12 @@ void spmdc::dist::addShardPasses(OpPassManager &pm, ShardSpec spec,
   pm.addPass(createDistPartition());
   DistFsdpGroupOptions group;
   group.by = fsdpGroup;
+  group.aloneMiB = aloneMiB;
   pm.addPass(createDistFsdpGroup(group));
   if (bucketMiB > 0) {
     DistBucketCollectivesOptions buckets;
     buckets.bucketMiB = bucketMiB;
+    buckets.aloneMiB = aloneMiB;
     pm.addPass(createDistBucketCollectives(buckets));
   }
 }

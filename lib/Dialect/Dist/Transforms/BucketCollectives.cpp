@@ -267,7 +267,8 @@ struct DistBucketCollectivesPass
           streams;
       for (Operation &op : body)
         if (bucketedTensor(&op, parameters) && evenlySplit(&op) &&
-            (isa<AllReduceOp>(&op) || payloadBytes(&op) < aloneBytes))
+            (isa<AllReduceOp>(&op) || aloneBytes <= 0 ||
+             payloadBytes(&op) < aloneBytes))
           streams[bucketKey(&op)].push_back(&op);
       for (auto &[key, members] : streams)
         for (SmallVector<Operation *> &bucket :

@@ -14,7 +14,10 @@
 // The gathered buffer holds rank 0's shards of every member, then rank 1's,
 // and so on; each member's logical tensor is its rank chunks sliced out and
 // concatenated. The scattered buffer is built the same way from the full
-// gradients, so each rank receives its chunk of every member.
+// gradients, so each rank receives its chunk of every member. Those are
+// copies of every byte, so a large tensor (`alone-mb`) keeps its own
+// collectives: split on dim 0, its shard and its whole are the
+// collective's buffers as they are.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,8 +100,10 @@ bool isForwardGather(Operation *op) {
 /// once its tensors' full bytes reach the size, and a tensor of the size
 /// or more a bucket of its own; so a bucket's gathers and its gradients'
 /// reduce-scatter have the same members. Tensor: none (each stays alone).
-llvm::StringMap<std::string> assignGroups(ModuleOp module,
-                                          const FsdpGroup &by) {
+/// Under every policy a tensor of `aloneBytes` or more stays alone (0:
+/// none does).
+llvm::StringMap<std::string> assignGroups(ModuleOp module, const FsdpGroup &by,
+                                          double aloneBytes) {
   // Parameters @main takes whole (DDP's, ZeRO-1's and ZeRO-2's) are
   // --dist-bucket-collectives' to bucket, not FSDP's to group.
   llvm::StringMap<bool> split = mainParameters(module);
@@ -108,7 +113,8 @@ llvm::StringMap<std::string> assignGroups(ModuleOp module,
       for (Operation &op : fn.getBody().front())
         if (StringAttr tensor = groupedTensor(&op)) {
           auto it = split.find(tensor.getValue());
-          if (it == split.end() || it->second)
+          if ((it == split.end() || it->second) &&
+              (aloneBytes <= 0 || fullBytes(&op) < aloneBytes))
             collectives.push_back(&op);
         }
   llvm::StringMap<std::string> groups;
@@ -290,7 +296,8 @@ struct DistFsdpGroupPass : dist::impl::DistFsdpGroupBase<DistFsdpGroupPass> {
   using DistFsdpGroupBase::DistFsdpGroupBase;
 
   void runOnOperation() override {
-    llvm::StringMap<std::string> groupOf = assignGroups(getOperation(), by);
+    llvm::StringMap<std::string> groupOf =
+        assignGroups(getOperation(), by, aloneMiB * 1024 * 1024);
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal())
         continue;

@@ -1,6 +1,7 @@
 // RUN: spmdc-opt %s --dist-fsdp-group -split-input-file | FileCheck %s
 // RUN: spmdc-opt %s --dist-fsdp-group=by=tensor -split-input-file | FileCheck %s --check-prefix=TENSOR
 // RUN: spmdc-opt %s --dist-fsdp-group=by=0.0001220703125 -split-input-file | FileCheck %s --check-prefix=BUCKET
+// RUN: spmdc-opt %s --dist-fsdp-group=alone-mb=0.00006103515625 -split-input-file | FileCheck %s --check-prefix=ALONE
 // RUN: not spmdc-opt %s --dist-fsdp-group=by=12x 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not spmdc-opt %s --dist-fsdp-group=by=0 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: takes layer, tensor or a bucket size in MiB (a positive number such as 25 or 0.5), got '{{12x|0}}'
@@ -110,5 +111,34 @@ module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}} {
     %3 = dist.reduce_scatter %gb axes ["dp"] dim 0 {origin = "h.0.b", phase = #dist.phase<backward>} : tensor<2x4xf32> -> tensor<1x4xf32>
     %4 = dist.reduce_scatter %ga axes ["dp"] dim 0 {origin = "h.0.a", phase = #dist.phase<backward>} : tensor<4x4xf32> -> tensor<2x4xf32>
     return %0, %1, %2, %3, %4 : tensor<1x2xf32>, tensor<8x4xf32>, tensor<1x4xf32>, tensor<1x4xf32>, tensor<2x4xf32>
+  }
+}
+
+// -----
+
+// With alone-mb at 64 bytes, h.1.a (6 x 4 f32, 96 bytes in full) keeps its
+// own all-gather and reduce-scatter, the block's shard and whole as they
+// are; h.1.b and h.1.c (48 bytes) still share the block's. At the default
+// (1 MiB) all three share them.
+// ALONE-LABEL: func.func @alone
+// ALONE-DAG: dist.all_gather %arg0 axes ["dp"] dim 0 {origin = "h.1.a", phase = #dist.phase<forward>} : tensor<3x4xf32> -> tensor<6x4xf32>
+// ALONE-DAG: dist.all_gather %{{.*}} axes ["dp"] dim 0 {origin = "h.1", phase = #dist.phase<forward>, tensors = ["h.1.b", "h.1.c"]} : tensor<12xf32> -> tensor<24xf32>
+// ALONE-DAG: dist.reduce_scatter %arg3 axes ["dp"] dim 0 {origin = "h.1.a", phase = #dist.phase<backward>} : tensor<6x4xf32> -> tensor<3x4xf32>
+// ALONE-DAG: dist.reduce_scatter %{{.*}} axes ["dp"] dim 0 {origin = "h.1", phase = #dist.phase<backward>, tensors = ["h.1.b", "h.1.c"]} : tensor<24xf32> -> tensor<12xf32>
+// CHECK-LABEL: func.func @alone
+// BUCKET-LABEL: func.func @alone
+// CHECK-DAG: dist.all_gather %{{.*}} {origin = "h.1", phase = #dist.phase<forward>, tensors = ["h.1.a", "h.1.b", "h.1.c"]} : tensor<24xf32> -> tensor<48xf32>
+// CHECK-DAG: dist.reduce_scatter %{{.*}} {origin = "h.1", phase = #dist.phase<backward>, tensors = ["h.1.a", "h.1.b", "h.1.c"]} : tensor<48xf32> -> tensor<24xf32>
+module attributes {dist.mesh = {axes = ["dp"], shape = array<i64: 2>}} {
+  func.func @alone(%a: tensor<3x4xf32>, %b: tensor<1x6xf32>, %c: tensor<1x6xf32>,
+                   %ga: tensor<6x4xf32>, %gb: tensor<2x6xf32>, %gc: tensor<2x6xf32>)
+      -> (tensor<6x4xf32>, tensor<2x6xf32>, tensor<2x6xf32>, tensor<3x4xf32>, tensor<1x6xf32>, tensor<1x6xf32>) {
+    %fa = dist.all_gather %a axes ["dp"] dim 0 {origin = "h.1.a", phase = #dist.phase<forward>} : tensor<3x4xf32> -> tensor<6x4xf32>
+    %fb = dist.all_gather %b axes ["dp"] dim 0 {origin = "h.1.b", phase = #dist.phase<forward>} : tensor<1x6xf32> -> tensor<2x6xf32>
+    %fc = dist.all_gather %c axes ["dp"] dim 0 {origin = "h.1.c", phase = #dist.phase<forward>} : tensor<1x6xf32> -> tensor<2x6xf32>
+    %ra = dist.reduce_scatter %ga axes ["dp"] dim 0 {origin = "h.1.a", phase = #dist.phase<backward>} : tensor<6x4xf32> -> tensor<3x4xf32>
+    %rb = dist.reduce_scatter %gb axes ["dp"] dim 0 {origin = "h.1.b", phase = #dist.phase<backward>} : tensor<2x6xf32> -> tensor<1x6xf32>
+    %rc = dist.reduce_scatter %gc axes ["dp"] dim 0 {origin = "h.1.c", phase = #dist.phase<backward>} : tensor<2x6xf32> -> tensor<1x6xf32>
+    return %fa, %fb, %fc, %ra, %rb, %rc : tensor<6x4xf32>, tensor<2x6xf32>, tensor<2x6xf32>, tensor<3x4xf32>, tensor<1x6xf32>, tensor<1x6xf32>
   }
 }

@@ -79,6 +79,11 @@ inline constexpr const char *kFsdpGroupExpected =
 /// --bucket-mb's default: DDP's bucket_cap_mb.
 inline constexpr double kDefaultBucketMiB = 25;
 
+/// The host's size from which a reduce-scatter or all-gather keeps its own
+/// collective rather than a rank-major bucket's or group's (alone-mb): a
+/// copy of a MiB costs more than a message's latency.
+inline constexpr double kDefaultAloneMiB = 1;
+
 /// --bucket-mb's value: a non-negative finite number of MiB, all of
 /// `text` (0 turns bucketing off); nullopt for anything else (`-1`, `12x`,
 /// `inf`).

@@ -52,11 +52,14 @@ std::unique_ptr<mlir::Pass> createDistApplySpec(ShardSpec spec);
 /// The shard stage: apply the spec, propagate, and (unless `partition` is
 /// false: --emit=propagate) partition, group ZeRO-3's parameter
 /// collectives and put the others' gradient collectives in buckets of
-/// `bucketMiB` (0: none).
+/// `bucketMiB` (0: none). Reduce-scatters and all-gathers of `aloneMiB` or
+/// more stay out of both (0: none does): a rank-major buffer copies every
+/// byte in and out, which the host's memory pays for and a GPU's barely.
 void addShardPasses(mlir::OpPassManager &pm, ShardSpec spec,
                     bool partition = true,
                     FsdpGroup fsdpGroup = FsdpGroup::layer(),
-                    double bucketMiB = kDefaultBucketMiB);
+                    double bucketMiB = kDefaultBucketMiB,
+                    double aloneMiB = kDefaultAloneMiB);
 
 #define GEN_PASS_REGISTRATION
 #include "spmdc/Dialect/Dist/Transforms/Passes.h.inc"

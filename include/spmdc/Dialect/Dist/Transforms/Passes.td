@@ -114,6 +114,14 @@ def DistFsdpGroup : Pass<"dist-fsdp-group", "::mlir::ModuleOp"> {
       same members. The group is named `bucket 0`, `bucket 1`, ...
     - `tensor`: nothing is grouped.
 
+    Whatever the groups, a tensor whose full bytes reach `alone-mb` MiB (1)
+    keeps its own all-gathers and reduce-scatter: a group's buffer is
+    copied into (each member's rank chunks apart) and out of, and a MiB's
+    copy costs more than a message's latency (GPT-2 small's ZeRO-3 step
+    copied 1.7 GB a rank through its per-block groups). Split on dim 0, a
+    tensor's shard and whole are its own collectives' buffers as they are.
+    0 groups every size, as spmdc does for `--target=cuda`.
+
     Before, per rank on 2 ranks:
     ```mlir
     %a = dist.all_gather %w1 axes ["dp"] dim 0 {origin = "h.0.w1", ...} : tensor<3x4xf32> -> tensor<6x4xf32>
@@ -128,6 +136,9 @@ def DistFsdpGroup : Pass<"dist-fsdp-group", "::mlir::ModuleOp"> {
            "layer (one collective per transformer block), tensor (one per "
            "tensor), or a bucket size in MiB (one per bucket of consecutive "
            "tensors of that many bytes)">,
+    Option<"aloneMiB", "alone-mb", "double", "1",
+           "a tensor of at least this many MiB keeps its own collectives "
+           "(0: none does)">,
   ];
   let dependentDialects = ["::spmdc::dist::DistDialect",
                            "::spmdc::tg::TensorGraphDialect"];
@@ -165,7 +176,9 @@ def DistBucketCollectives : Pass<"dist-bucket-collectives", "::mlir::ModuleOp"> 
     copy of a MiB costs more than a message's latency (GPT-2 small's
     ZeRO-1 step copied 0.8 GB a rank through its buckets). Its input and
     result are then the tensor and its shard as they are. The smaller
-    ones go in buckets as above, past the large ones between them.
+    ones go in buckets as above, past the large ones between them. 0
+    keeps every size in buckets; spmdc does for `--target=cuda`, where a
+    GPU copies a MiB in far less than a message's latency.
 
     Before, per rank (DDP, the backward produces fc2's gradients first):
     ```mlir
@@ -189,7 +202,7 @@ def DistBucketCollectives : Pass<"dist-bucket-collectives", "::mlir::ModuleOp"> 
            "the first bucket's size in MiB (at most mb)">,
     Option<"aloneMiB", "alone-mb", "double", "1",
            "a reduce-scatter or all-gather of at least this many MiB stays "
-           "its own collective">,
+           "its own collective (0: none does)">,
   ];
   let dependentDialects = ["::spmdc::dist::DistDialect",
                            "::spmdc::tg::TensorGraphDialect"];
