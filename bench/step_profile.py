@@ -5,10 +5,11 @@
                              [--ranks 1|2] [--preset ddp|zero1|zero2|zero3]
 
 Compiles the GPT-2 shaped config with spmdc (AdamW; 2 ranks: the data
-parallel preset named, ddp by default), then
-samples two runs of spmd-run with `perf record` (SPMD_RUN_PERF=1 names the
-JIT-compiled functions): one of 1 step and one of 1 + K. Their difference
-is K steady steps (the JIT and the inputs, the same in both, cancel out).
+parallel preset named, ddp by default), then samples one run of 1 + K
+steps of spmd-run with `perf record -k 1` (SPMD_RUN_PERF=1 names the
+JIT-compiled functions). The run's `--trace` gives each step's span on
+the same clock (CLOCK_MONOTONIC), and only the samples of steps 2 to 1 + K
+count: the JIT, the inputs and the first step's fresh pages are left out.
 Each sample is charged by the function it fell in:
 
   GEMM          the runtime's AMX kernels, oneDNN, OpenBLAS and
@@ -26,15 +27,15 @@ Each sample is charged by the function it fell in:
   memory        malloc/free/memcpy and the kernel (fresh pages)
   glue          the straight-line code between nests (main, forward_body,
                 backward_body)
-  other         the rest (the JIT's own time, in both runs, is left out)
+  other         the rest
 
 and printed as ms per step (per rank), its share of the step, and the
 fraction of the relevant ceiling: for GEMM the one-core SGEMM ceiling
 (numpy's OpenBLAS) its FLOPs reach; for the optimizer the memory bandwidth
 (one core's copy GB/s) that AdamW's 7 floats per parameter (read p, g, m,
-v; write p, m, v) reach. Setup, the time before the first step (inputs
-built, native code linked from the cache or JIT-compiled), is printed
-apart: it is paid once, not per step. A benchmark, not a test; needs
+v; write p, m, v) reach. Setup (start to the first step: inputs built,
+native code linked) and the first step (the JIT, fresh pages) are printed
+apart: they are paid once, not per step. A benchmark, not a test; needs
 `perf` (Debian: linux-perf).
 """
 import argparse
@@ -59,10 +60,6 @@ GLUE = re.compile(r"^(main|\w+_body)$")
 
 
 def kind_of(symbol, dso):
-    # The JIT compiles in the first step of both runs: not a step's work
-    # (what is left of it after the difference is noise).
-    if re.search(r"lib(LLVM|MLIR)", dso):
-        return None
     work = re.search(r"_nest\d+_(attention|optimizer)_", symbol)
     if work:
         return work.group(1)
@@ -80,7 +77,9 @@ def kind_of(symbol, dso):
                                   "spmdc::rt::amx::"))
             or (symbol.startswith("jit_") and "gemm" in symbol)):
         return "GEMM"
-    if (symbol.startswith(("spmd_collective", "MPI_", "ompi_", "mca_", "opal_"))
+    if (symbol.startswith(("spmd_collective", "spmdc::rt::collectives::",
+                           "MPI_", "ompi_", "mca_", "opal_"))
+            or dso.startswith("mca_")
             or re.search(r"lib(mpi|open-pal|open-rte|ucp|ucs|uct)", dso)):
         return "collectives"
     if GLUE.match(symbol):
@@ -93,14 +92,16 @@ def kind_of(symbol, dso):
     return "other"
 
 
-def samples_by_kind(perf_data, tmp):
-    """Samples per kind in a perf.data file, after perf inject --jit."""
+def samples_by_kind(perf_data, tmp, window):
+    """Samples per kind in a perf.data file, after perf inject --jit, within
+    `window` (perf report --time: "start,stop" in seconds)."""
     injected = os.path.join(tmp, "injected.data")
     subprocess.run(["perf", "inject", "--jit", "-i", perf_data, "-o",
                     injected], check=True, stderr=subprocess.DEVNULL)
     report = subprocess.run(
         ["perf", "report", "-i", injected, "--stdio", "--no-children",
-         "--sort", "dso,sym", "-F", "sample,dso,sym", "-g", "none"],
+         "--sort", "dso,sym", "-F", "sample,dso,sym", "-g", "none",
+         "--time", window],
         check=True, capture_output=True, text=True).stdout
     counts, functions = collections.Counter(), collections.Counter()
     for line in report.splitlines():
@@ -108,8 +109,22 @@ def samples_by_kind(perf_data, tmp):
         kind = m and kind_of(m.group(3), m.group(2))
         if kind:
             counts[kind] += int(m.group(1))
-            functions[m.group(3)] += int(m.group(1))
+            functions[(m.group(3), m.group(2))] += int(m.group(1))
     return counts, functions
+
+
+def step_spans(trace_file):
+    """Each step's (start, end) in seconds on CLOCK_MONOTONIC, from rank 0's
+    track of an spmd-run --trace file."""
+    trace = json.load(open(trace_file))
+    origin = trace["otherData"]["origin_us"]
+    spans = {}
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "step" and e.get("pid") == 0:
+            step = int(e["name"].split()[1])
+            start = (origin + e["ts"]) / 1e6
+            spans[step] = (start, start + e["dur"] / 1e6)
+    return spans
 
 
 def ceilings():
@@ -163,34 +178,30 @@ def main():
         cmd += ["--shard-spec", spec]
     subprocess.run(cmd, check=True)
 
-    counts, functions, step_ms = {}, {}, []
-    setup_s = float("nan")
     env = dict(os.environ, SPMD_RUN_PERF="1", SPMDC_CACHE_DIR="off",
                DNNL_JIT_PROFILE="2")
-    for label, n in (("short", 1), ("long", 1 + steps)):
-        started = time.perf_counter()
-        data = os.path.join(tmp, f"{label}.data")
-        run = ["perf", "record", "-q", "-k", "1", "-F", str(args.frequency),
-               "-o", data, "--", os.path.join(args.build, "bin", "spmd-run"),
-               module, "--nranks", str(args.ranks), "--steps", str(n),
-               "--threads", str(args.threads),
-               "--log-level", "info"]
-        done = subprocess.run(run, check=True, env=env, cwd=tmp,
-                              stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-        steps_ms = {m.group(1): float(m.group(2))
-                    for m in peers.STEP_LINE.finditer(done.stderr)}
-        if label == "short":
-            setup_s = time.perf_counter() - started - steps_ms["1"] / 1e3
-        else:
-            step_ms = sorted(ms for step, ms in steps_ms.items()
-                             if step != "1")
-        counts[label], functions[label] = samples_by_kind(data, tmp)
+    data = os.path.join(tmp, "perf.data")
+    trace = os.path.join(tmp, "trace.json")
+    run = ["perf", "record", "-q", "-k", "1", "-F", str(args.frequency),
+           "-o", data, "--", os.path.join(args.build, "bin", "spmd-run"),
+           module, "--nranks", str(args.ranks), "--steps", str(1 + steps),
+           "--threads", str(args.threads), "--trace", trace,
+           "--log-level", "info"]
+    launched = time.clock_gettime(time.CLOCK_MONOTONIC)
+    subprocess.run(run, check=True, env=env, cwd=tmp,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    spans = step_spans(trace)
+    window = f"{spans[2][0]:.6f},{spans[1 + steps][1]:.6f}"
+    counts, functions = samples_by_kind(data, tmp, window)
+    step_ms = sorted((end - start) * 1e3 for step, (start, end)
+                     in spans.items() if step != 1)
+    setup_s = spans[1][0] - launched
+    first_ms = (spans[1][1] - spans[1][0]) * 1e3
 
     flops, params = peers.model_flops(cfg)
     sgemm, copy_gbs = ceilings()
-    per_step = {k: max(0, counts["long"][k] - counts["short"][k]) /
-                args.frequency / steps / args.ranks * 1e3 for k in KINDS}
+    per_step = {k: counts[k] / args.frequency / steps / args.ranks * 1e3
+                for k in KINDS}
     total = sum(per_step.values())
     layout = f" {args.preset}" if args.ranks == 2 else ""
     print(f"{args.config}, {args.precision}, {args.ranks} rank(s){layout} of "
@@ -214,15 +225,14 @@ def main():
     median = step_ms[len(step_ms) // 2] if step_ms else float("nan")
     print(f"{'total':<14}{total:>10.2f}   (spmd-run's median step "
           f"{median:.2f} ms)")
-    print(f"{'setup':<14}{setup_s * 1e3:>10.2f}   once, before the first "
-          f"step: inputs built, the JIT (no cache), perf's own start")
+    print(f"{'setup':<14}{setup_s * 1e3:>10.2f}   once, start to the first "
+          f"step: inputs built, perf's own start")
+    print(f"{'first step':<14}{first_ms:>10.2f}   once: the JIT (no cache), "
+          f"fresh pages")
     print("\nthe functions that take most (ms/step):")
-    top = collections.Counter({
-        f: functions["long"][f] - functions["short"][f]
-        for f in functions["long"]})
-    for f, n in top.most_common(args.top):
+    for (f, dso), n in functions.most_common(args.top):
         print(f"  {n / args.frequency / steps / args.ranks * 1e3:8.2f}  "
-              f"{kind_of(f, ''):<12} {f}")
+              f"{kind_of(f, dso):<12} {f}")
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -68,9 +68,14 @@ bool mergeRankEvents(const std::string &path,
       all.push_back(std::move(e));
     }
   }
+  // Where the times start on CLOCK_MONOTONIC, so that other records of
+  // the run on that clock (`perf record -k 1`) can be lined up with them.
+  nlohmann::json clock = {{"clock", "CLOCK_MONOTONIC"},
+                          {"origin_us", origin < 0 ? 0 : origin}};
   if (!writeText(path,
                  nlohmann::json{{"traceEvents", all},
-                                {"displayTimeUnit", "ms"}}
+                                {"displayTimeUnit", "ms"},
+                                {"otherData", clock}}
                      .dump(1),
                  error))
     return false;
