@@ -18,6 +18,7 @@
 #include "llvm/Support/CheckedArithmetic.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -893,11 +894,31 @@ LogicalResult scalarTensor(Node &n) {
                                         n.b.getF64FloatAttr(value)));
 }
 
-/// start + step * i, in the result's type.
+/// start + step * i, in the result's type, whose length must be
+/// torch.arange's: ceil((end - start) / step) elements, none when the step
+/// goes away from end.
 LogicalResult arange(Node &n) {
   RankedTensorType out = n.outputType(0);
   TRY(start, n.number("start", 0.0));
+  TRY(end, n.number("end"));
   TRY(step, n.number("step", 1.0));
+  auto shown = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return std::string(text);
+  };
+  if (step == 0 || !std::isfinite(start) || !std::isfinite(end) ||
+      !std::isfinite(step))
+    return n.error() << "arange needs a finite start and end and a nonzero "
+                        "finite step, got start "
+                     << shown(start) << ", end " << shown(end) << ", step "
+                     << shown(step);
+  double length = std::max(0.0, std::ceil((end - start) / step));
+  if (out.getRank() != 1 || out.getDimSize(0) != length)
+    return n.error() << "arange from " << shown(start) << " to "
+                     << shown(end) << " by " << shown(step) << " has "
+                     << shown(length) << " elements, but its output is "
+                     << out;
   tg::GraphMath m = n.math();
   Value i = tg::IotaOp::create(n.b, n.loc, out, 0);
   if (step != 1.0)
