@@ -35,7 +35,8 @@ fraction of the relevant ceiling: for GEMM the one-core SGEMM ceiling
 (one core's copy GB/s) that AdamW's 7 floats per parameter (read p, g, m,
 v; write p, m, v) reach. Setup (start to the first step: inputs built,
 native code linked) and the first step (the JIT, fresh pages) are printed
-apart: they are paid once, not per step. A benchmark, not a test; needs
+apart: they are paid once, not per step; the `step 1` column is the
+first step's samples by kind. A benchmark, not a test; needs
 `perf` (Debian: linux-perf).
 """
 import argparse
@@ -193,6 +194,8 @@ def main():
     spans = step_spans(trace)
     window = f"{spans[2][0]:.6f},{spans[1 + steps][1]:.6f}"
     counts, functions = samples_by_kind(data, tmp, window)
+    first_counts, _ = samples_by_kind(
+        data, tmp, f"{spans[1][0]:.6f},{spans[1][1]:.6f}")
     step_ms = sorted((end - start) * 1e3 for step, (start, end)
                      in spans.items() if step != 1)
     setup_s = spans[1][0] - launched
@@ -203,12 +206,15 @@ def main():
     per_step = {k: counts[k] / args.frequency / steps / args.ranks * 1e3
                 for k in KINDS}
     total = sum(per_step.values())
+    first = {k: first_counts[k] / args.frequency / args.ranks * 1e3
+             for k in KINDS}
     layout = f" {args.preset}" if args.ranks == 2 else ""
     print(f"{args.config}, {args.precision}, {args.ranks} rank(s){layout} of "
           f"{args.threads} thread(s), {steps} steps profiled; "
           f"one core's ceilings: SGEMM {sgemm:.1f} GFLOP/s, copy "
           f"{copy_gbs:.1f} GB/s")
-    print(f"{'kind':<14}{'ms/step':>10}{'share':>8}  of ceiling")
+    print(f"{'kind':<14}{'ms/step':>10}{'share':>8}{'step 1':>10}  "
+          f"of ceiling")
     for k in KINDS:
         note = ""
         if k == "GEMM" and per_step[k] > 0:
@@ -221,10 +227,11 @@ def main():
             updated = params if args.preset == "ddp" else params / args.ranks
             gbs = 7 * 4 * updated / (per_step[k] / 1e3) / 1e9
             note = f"  {gbs:.1f} GB/s, {gbs / copy_gbs:.0%} of copy"
-        print(f"{k:<14}{per_step[k]:>10.2f}{per_step[k] / total:>8.0%}{note}")
+        print(f"{k:<14}{per_step[k]:>10.2f}{per_step[k] / total:>8.0%}"
+              f"{first[k]:>10.2f}{note}")
     median = step_ms[len(step_ms) // 2] if step_ms else float("nan")
-    print(f"{'total':<14}{total:>10.2f}   (spmd-run's median step "
-          f"{median:.2f} ms)")
+    print(f"{'total':<14}{total:>10.2f}{'':>8}{sum(first.values()):>10.2f}"
+          f"  (spmd-run's median step {median:.2f} ms)")
     print(f"{'setup':<14}{setup_s * 1e3:>10.2f}   once, start to the first "
           f"step: inputs built, perf's own start")
     print(f"{'first step':<14}{first_ms:>10.2f}   once: the JIT (no cache), "

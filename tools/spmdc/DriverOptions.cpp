@@ -84,7 +84,8 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_option("--fsdp-group", fsdpGroup,
                  "ZeRO-3's collectives: one per transformer block (layer, "
                  "FSDP2's groups), one per tensor (tensor), or one per "
-                 "bucket of consecutive tensors of MB MiB (25, 0.5)")
+                 "bucket of consecutive tensors of MB MiB (25, 0.5); on the "
+                 "CPU a tensor of 1 MiB or more keeps its own")
       ->check([](const std::string &v) -> std::string {
         return dist::FsdpGroup::parse(v)
                    ? ""
@@ -95,7 +96,9 @@ std::optional<int> parseDriverOptions(int argc, char **argv,
   app.add_option("--bucket-mb", bucketMiB,
                  "gradient collectives (DDP's all-reduces, ZeRO-1/2's "
                  "reduce-scatters and all-gathers) in buckets of N MiB, the "
-                 "first of 1 MiB, as DDP; 0: one per tensor (default 25)")
+                 "first of 1 MiB, as DDP; 0: one per tensor (default 25). "
+                 "On the CPU a reduce-scatter or all-gather of 1 MiB or more "
+                 "keeps its own")
       ->check([](const std::string &v) -> std::string {
         return dist::parseBucketMiB(v)
                    ? ""
