@@ -93,12 +93,9 @@ def kind_of(symbol, dso):
     return "other"
 
 
-def samples_by_kind(perf_data, tmp, window):
-    """Samples per kind in a perf.data file, after perf inject --jit, within
-    `window` (perf report --time: "start,stop" in seconds)."""
-    injected = os.path.join(tmp, "injected.data")
-    subprocess.run(["perf", "inject", "--jit", "-i", perf_data, "-o",
-                    injected], check=True, stderr=subprocess.DEVNULL)
+def samples_by_kind(injected, window):
+    """Samples per kind in a perf.data file that perf inject --jit has
+    named, within `window` (perf report --time: "start,stop" in seconds)."""
     report = subprocess.run(
         ["perf", "report", "-i", injected, "--stdio", "--no-children",
          "--sort", "dso,sym", "-F", "sample,dso,sym", "-g", "none",
@@ -193,9 +190,12 @@ def main():
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     spans = step_spans(trace)
     window = f"{spans[2][0]:.6f},{spans[1 + steps][1]:.6f}"
-    counts, functions = samples_by_kind(data, tmp, window)
+    injected = os.path.join(tmp, "injected.data")
+    subprocess.run(["perf", "inject", "--jit", "-i", data, "-o", injected],
+                   check=True, stderr=subprocess.DEVNULL)
+    counts, functions = samples_by_kind(injected, window)
     first_counts, _ = samples_by_kind(
-        data, tmp, f"{spans[1][0]:.6f},{spans[1][1]:.6f}")
+        injected, f"{spans[1][0]:.6f},{spans[1][1]:.6f}")
     step_ms = sorted((end - start) * 1e3 for step, (start, end)
                      in spans.items() if step != 1)
     setup_s = spans[1][0] - launched

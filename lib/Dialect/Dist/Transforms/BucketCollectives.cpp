@@ -88,16 +88,6 @@ std::string bucketKey(Operation *op) {
   return key;
 }
 
-/// The bytes of the full buffer a collective moves (the report's
-/// payload_bytes): the all-reduce's, the all-gather's result, the
-/// reduce-scatter's input.
-int64_t payloadBytes(Operation *op) {
-  RankedTensorType full = isa<AllGatherOp>(op) ? typeOf(op->getResult(0))
-                                               : typeOf(op->getOperand(0));
-  return full.getNumElements() *
-         llvm::divideCeil(full.getElementTypeBitWidth(), 8);
-}
-
 /// The dim a reduce-scatter or all-gather splits, and its group size.
 std::pair<int64_t, int64_t> splitOf(Operation *op) {
   if (auto s = dyn_cast<ReduceScatterOp>(op))
@@ -117,7 +107,7 @@ cutBuckets(ArrayRef<Operation *> members, double firstBytes, double bytes) {
   int64_t filled = 0;
   for (Operation *m : members) {
     buckets.back().push_back(m);
-    filled += payloadBytes(m);
+    filled += fullBytes(m);
     if (filled >= budget) {
       buckets.emplace_back();
       budget = bytes;
@@ -255,7 +245,6 @@ struct DistBucketCollectivesPass
     // (DDP's and _spmd's 1 MiB); never larger than the others.
     double firstBytes = std::min(firstBucketMiB, bucketMiB) * mib;
     double bytes = bucketMiB * mib;
-    double aloneBytes = aloneMiB * mib;
     llvm::StringMap<bool> parameters = mainParameters(getOperation());
     llvm::SmallPtrSet<Operation *, 8> fused;
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
@@ -267,8 +256,7 @@ struct DistBucketCollectivesPass
           streams;
       for (Operation &op : body)
         if (bucketedTensor(&op, parameters) && evenlySplit(&op) &&
-            (isa<AllReduceOp>(&op) || aloneBytes <= 0 ||
-             payloadBytes(&op) < aloneBytes))
+            !staysAlone(&op, aloneMiB))
           streams[bucketKey(&op)].push_back(&op);
       for (auto &[key, members] : streams)
         for (SmallVector<Operation *> &bucket :

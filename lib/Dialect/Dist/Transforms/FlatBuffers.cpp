@@ -31,6 +31,18 @@ llvm::StringMap<bool> dist::mainParameters(ModuleOp module) {
   return params;
 }
 
+int64_t dist::fullBytes(Operation *op) {
+  RankedTensorType full = isa<AllGatherOp>(op) ? typeOf(op->getResult(0))
+                                               : typeOf(op->getOperand(0));
+  return full.getNumElements() *
+         llvm::divideCeil(full.getElementTypeBitWidth(), 8);
+}
+
+bool dist::staysAlone(Operation *op, double aloneMiB) {
+  return isa<ReduceScatterOp, AllGatherOp>(op) && aloneMiB > 0 &&
+         fullBytes(op) >= aloneMiB * 1024 * 1024;
+}
+
 Value dist::flatten(OpBuilder &b, Location loc, Value v) {
   RankedTensorType type = typeOf(v);
   return tg::reshapeTo(

@@ -1,7 +1,8 @@
 //===- FlatBuffers.h - fusing collectives over flat buffers -----*- C++ -*-===//
 //
 // What --dist-fsdp-group and --dist-bucket-collectives share: which
-// parameters @main takes split (FSDP's) or whole (DDP's buckets), the
+// parameters @main takes split (FSDP's) or whole (DDP's buckets), which
+// collectives are too large to share a buffer, the
 // flattening, slicing and concatenation that pack several tensors into one
 // buffer, and where a fused collective can go.
 //
@@ -21,6 +22,16 @@ namespace spmdc::dist {
 /// takes whole on every rank (DDP's, ZeRO-1's and ZeRO-2's). Empty
 /// without a @main.
 llvm::StringMap<bool> mainParameters(mlir::ModuleOp module);
+
+/// The bytes of the full (unsharded) tensor a collective moves (the
+/// report's payload_bytes): an all-reduce's, an all-gather's result, a
+/// reduce-scatter's input.
+int64_t fullBytes(mlir::Operation *op);
+
+/// Whether a reduce-scatter or all-gather keeps its own collective rather
+/// than a rank-major buffer's, which copies each member's rank chunks in
+/// and out apart: its full bytes reach `aloneMiB` MiB (0: none does).
+bool staysAlone(mlir::Operation *op, double aloneMiB);
 
 /// `v` reshaped to one dim.
 mlir::Value flatten(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);

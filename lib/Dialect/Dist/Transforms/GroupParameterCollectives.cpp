@@ -79,15 +79,6 @@ StringAttr groupedTensor(Operation *op) {
   return {};
 }
 
-/// The full (unsharded) bytes of the tensor a grouped collective carries:
-/// the all-gather's result, the reduce-scatter's input.
-int64_t fullBytes(Operation *op) {
-  RankedTensorType full = isa<AllGatherOp>(op) ? typeOf(op->getResult(0))
-                                               : typeOf(op->getOperand(0));
-  return full.getNumElements() *
-         llvm::divideCeil(full.getElementTypeBitWidth(), 8);
-}
-
 bool isForwardGather(Operation *op) {
   auto g = dyn_cast<AllGatherOp>(op);
   return g && g.getPhase() == Phase::forward;
@@ -100,10 +91,9 @@ bool isForwardGather(Operation *op) {
 /// once its tensors' full bytes reach the size, and a tensor of the size
 /// or more a bucket of its own; so a bucket's gathers and its gradients'
 /// reduce-scatter have the same members. Tensor: none (each stays alone).
-/// Under every policy a tensor of `aloneBytes` or more stays alone (0:
-/// none does).
+/// Under every policy a tensor that staysAlone(aloneMiB) is in none.
 llvm::StringMap<std::string> assignGroups(ModuleOp module, const FsdpGroup &by,
-                                          double aloneBytes) {
+                                          double aloneMiB) {
   // Parameters @main takes whole (DDP's, ZeRO-1's and ZeRO-2's) are
   // --dist-bucket-collectives' to bucket, not FSDP's to group.
   llvm::StringMap<bool> split = mainParameters(module);
@@ -114,7 +104,7 @@ llvm::StringMap<std::string> assignGroups(ModuleOp module, const FsdpGroup &by,
         if (StringAttr tensor = groupedTensor(&op)) {
           auto it = split.find(tensor.getValue());
           if ((it == split.end() || it->second) &&
-              (aloneBytes <= 0 || fullBytes(&op) < aloneBytes))
+              !staysAlone(&op, aloneMiB))
             collectives.push_back(&op);
         }
   llvm::StringMap<std::string> groups;
@@ -297,7 +287,7 @@ struct DistFsdpGroupPass : dist::impl::DistFsdpGroupBase<DistFsdpGroupPass> {
 
   void runOnOperation() override {
     llvm::StringMap<std::string> groupOf =
-        assignGroups(getOperation(), by, aloneMiB * 1024 * 1024);
+        assignGroups(getOperation(), by, aloneMiB);
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal())
         continue;
