@@ -39,7 +39,13 @@ inputs and first step with an empty native-code cache, "warm" a second
 spmd-run of the same module (its native code cached), "compile s"
 spmdc alone. The ceilings are measured first: SGEMM GFLOP/s on one
 core with the best library installed (OpenBLAS through numpy, PyTorch's,
-JAX's), and the memory bandwidth of one core (a large numpy copy).
+JAX's), the memory bandwidth of one core (a large numpy copy), and the
+rate at which the kernel hands out fresh pages ("fresh GB/s": a new
+block's first write less its second, the best of four blocks; the first
+block's rate too, which on a virtual machine includes the host backing
+pages it had taken back). "floor s" is what a warm start cannot go below
+on this machine: the step, plus every byte the ranks' steps hold (the
+compile report's peak memory) faulted in at the best rate.
 
 A benchmark, not a test: nothing fails on a slow figure. docs/benchmarks.md
 records its output.
@@ -290,7 +296,38 @@ def child_ceilings():
     out = np.empty_like(big)
     results["copy GB/s"] = 2 * big.nbytes / best(
         lambda: np.copyto(out, big)) / 1e9
+    best_rate, first_rate = fresh_memory_rates()
+    results["fresh GB/s"] = best_rate
+    results["fresh GB/s (first block)"] = first_rate
     return results
+
+
+def fresh_memory_rates(nbytes=1 << 30, blocks=4):
+    """GB/s at which the kernel hands out fresh 4 KiB pages: a new 1 GiB
+    mapping's first write less its second, for several blocks in turn.
+    Every byte a step holds is fresh memory in a run's first step. On a
+    virtual machine the first block may also wait for the host to back
+    its pages (seconds after idle); the later ones reuse pages the guest
+    just freed, which the host still backs. Returns (the best, the
+    first): the best bounds the warm start from below."""
+    import mmap
+    import numpy as np
+    rates = []
+    for _ in range(blocks):
+        # mmap, not numpy's allocator, which advises huge pages.
+        block = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE |
+                          mmap.MAP_ANONYMOUS)
+        view = np.frombuffer(block, np.uint8)
+        t = time.perf_counter()
+        view.fill(1)
+        first = time.perf_counter() - t
+        t = time.perf_counter()
+        view.fill(2)
+        second = time.perf_counter() - t
+        del view
+        block.close()
+        rates.append(nbytes / max(first - second, 1e-9) / 1e9)
+    return max(rates), rates[0]
 
 
 def child_jax_gemm():
@@ -360,6 +397,8 @@ def spmdc_rows(build, graph, files, steps, tmp, cores, batch, bf16):
                        str(ADAMW["weight_decay"]), "--precision", precision]
         if ranks > 1:
             compile_cmd += ["--shard-spec", spec]
+        report = module + ".report.json"
+        compile_cmd += ["--report", report]
         run = ["taskset", "-c", ",".join(map(str, use)),
                os.path.join(build, "bin", "spmd-run"), module, "--nranks",
                str(ranks), "--log-level", "info", "--params",
@@ -385,9 +424,12 @@ def spmdc_rows(build, graph, files, steps, tmp, cores, batch, bf16):
         times = sorted(float(m.group(2)) / 1e3 for m in
                        STEP_LINE.finditer(done.stderr) if m.group(1) != "1")
         loss = float(LOSS_LINE.search(done.stdout).group(2))
+        with open(report) as f:
+            peaks = [r["peak_memory_bytes"] for r in json.load(f)["per_rank"]]
         rows[label] = dict(loss=loss, step_s=times[len(times) // 2],
                            ready_s=readies[0], warm_s=readies[1],
-                           compile_s=compile_s, cores=len(use))
+                           compile_s=compile_s, cores=len(use),
+                           fresh_bytes=sum(peaks))
     return rows
 
 
@@ -475,7 +517,8 @@ def main():
               "steps timed")
         reference = rows["spmdc 1 rank, 1 core"]["loss"]
         print(f"{'':28} {'step ms':>9} {'ready s':>8} {'warm s':>7} "
-              f"{'compile s':>9} {'loss':>10} {'of ceiling':>10}  ratio")
+              f"{'floor s':>7} {'compile s':>9} {'loss':>10} "
+              f"{'of ceiling':>10}  ratio")
         vs = {"spmdc 1 rank, 1 core": "jax jit 1 core",
               "spmdc 1 rank, all cores": "jax jit 1 device",
               "spmdc 2 ranks ddp": "jax jit 1 device"}
@@ -505,10 +548,18 @@ def main():
                 ratio += (", " if ratio else "") + \
                     f"{r['step_s'] / best:.2f}x best torch"
             warm = f"{r['warm_s']:7.2f}" if "warm_s" in r else f"{'':7}"
+            # The warm start's floor: the step, and every byte the ranks'
+            # steps hold (the report's peaks) faulted in at the machine's
+            # fresh-memory rate, one after another (two processes faulting
+            # at once gain nothing on these virtual machines).
+            floor = f"{'':7}"
+            if "fresh_bytes" in r and ceilings.get("fresh GB/s"):
+                faults_s = r["fresh_bytes"] / 1e9 / ceilings["fresh GB/s"]
+                floor = f"{r['step_s'] + faults_s:7.2f}"
             comp = f"{r['compile_s']:9.2f}" if "compile_s" in r else f"{'':9}"
             print(f"{label:28} {r['step_s'] * 1e3:9.2f} {r['ready_s']:8.2f} "
-                  f"{warm} {comp} {r['loss']:10.6f} {fraction:10.1%}  {ratio}",
-                  flush=True)
+                  f"{warm} {floor} {comp} {r['loss']:10.6f} {fraction:10.1%}"
+                  f"  {ratio}", flush=True)
 
 
 if __name__ == "__main__":
