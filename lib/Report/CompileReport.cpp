@@ -234,16 +234,28 @@ std::string buildCompileReport(ModuleOp module, double compileMs) {
 }
 
 std::string withBufferPeak(const std::string &report, int64_t peakBytes,
-                           DictionaryAttr peakBytesIn) {
+                           DictionaryAttr peakBytesIn, ArrayAttr peakHeld) {
   nlohmann::ordered_json json = nlohmann::ordered_json::parse(report);
   nlohmann::ordered_json in = nlohmann::ordered_json::object();
   if (peakBytesIn)
     for (NamedAttribute entry : peakBytesIn)
       if (auto bytes = dyn_cast<IntegerAttr>(entry.getValue()))
         in[entry.getName().str()] = bytes.getInt();
+  nlohmann::ordered_json held = nlohmann::ordered_json::array();
+  if (peakHeld)
+    for (auto entry : peakHeld.getAsRange<DictionaryAttr>()) {
+      nlohmann::ordered_json buffer;
+      buffer["name"] = entry.getAs<StringAttr>("name").str();
+      if (auto function = entry.getAs<StringAttr>("function"))
+        buffer["function"] = function.str();
+      buffer["bytes"] = entry.getAs<IntegerAttr>("bytes").getInt();
+      buffer["buffers"] = entry.getAs<IntegerAttr>("buffers").getInt();
+      held.push_back(buffer);
+    }
   for (auto &rank : json["per_rank"]) {
     rank["peak_memory_bytes"] = peakBytes;
     rank["peak_memory_bytes_in"] = in;
+    rank["peak_buffers"] = held;
   }
   json["peak_memory_of"] = "buffers";
   return json.dump(2) + "\n";

@@ -436,7 +436,8 @@ int main(int argc, char **argv) {
       report = spmdc::withBufferPeak(
           report, peak.getInt(),
           (*module)->getAttrOfType<DictionaryAttr>(
-              "spmdc.buffer_peak_bytes_in"));
+              "spmdc.buffer_peak_bytes_in"),
+          (*module)->getAttrOfType<ArrayAttr>("spmdc.buffer_peak_held"));
     if (writeOutput(options.report, errorMessage,
                     [&](const spmdc::rt::ByteSink &sink, std::string &) {
                       return sink(report.data(), report.size());

@@ -393,7 +393,9 @@ def FreeAfterLastUse : Pass<"free-after-last-use", "::mlir::ModuleOp"> {
     extracts (`memref.extract_strided_metadata`) just before the dealloc;
     the extraction moves with the free, the class being its source's: the
     saved activations `@forward` returns are freed after their last use in
-    the inlined backward (`--inline-single-calls`).
+    the inlined backward (`--inline-single-calls`). A buffer named twice,
+    owned outright and through a loop's ownership flag (a scatter into a
+    saved activation), has an extraction for each; none is a use.
 
     The CPU pipelines run it. The CUDA target does not yet: its frees
     return buffers to a pool, and that every later writer of a reused
@@ -417,7 +419,12 @@ def RecordBufferPeak : Pass<"record-buffer-peak", "::mlir::ModuleOp"> {
     highest total while each called function runs (arguments included) is
     set as `spmdc.buffer_peak_bytes_in` (`{backward = ..., forward = ...}`;
     the report's `peak_memory_bytes_in`), which shows where the peak is
-    and what a phase's own choices (--prefetch-depth) cost it.
+    and what a phase's own choices (--prefetch-depth) cost it. The buffers
+    held at the peak, summed by name (the graph's name for the op that
+    allocated them, from its location) and by the function that allocated
+    them, the largest 20 and the rest as one, are set as
+    `spmdc.buffer_peak_held` (the report's `peak_buffers`): with the
+    arguments they make up the peak.
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"main\"",

@@ -26,9 +26,11 @@ std::string buildCompileReport(mlir::ModuleOp module, double compileMs);
 
 /// `report` with each rank's peak_memory_bytes the lowered step's own
 /// (--record-buffer-peak), in place of the estimate from the tensor graph,
-/// and peak_memory_bytes_in the peak while each function of the step runs.
+/// peak_memory_bytes_in the peak while each function of the step runs, and
+/// peak_buffers what the step's own buffers at the peak are (by name).
 std::string withBufferPeak(const std::string &report, int64_t peakBytes,
-                           mlir::DictionaryAttr peakBytesIn);
+                           mlir::DictionaryAttr peakBytesIn,
+                           mlir::ArrayAttr peakHeld);
 
 } // namespace spmdc
 

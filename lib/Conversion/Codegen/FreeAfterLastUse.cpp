@@ -39,9 +39,11 @@ struct AliasClass {
 };
 
 /// The class of `root`: views it was made from and views made from it,
-/// transitively. `extraction`, the base of `root` the dealloc names, is not
-/// a use.
-AliasClass aliasClassOf(Value root, Operation *extraction) {
+/// transitively. The `extractions` of bases the dealloc names are not uses:
+/// a buffer the block owns outright and also through a loop's ownership
+/// flag is named twice, each by an extraction of its own just before the
+/// dealloc.
+AliasClass aliasClassOf(Value root, ArrayRef<Operation *> extractions) {
   AliasClass result;
   SmallVector<Value> worklist{root};
   auto add = [&](Value value) {
@@ -56,7 +58,8 @@ AliasClass aliasClassOf(Value root, Operation *extraction) {
     else if (auto view = value.getDefiningOp<ViewLikeOpInterface>())
       add(view.getViewSource());
     for (Operation *user : value.getUsers()) {
-      if (isa<bufferization::DeallocOp>(user) || user == extraction)
+      if (isa<bufferization::DeallocOp>(user) ||
+          llvm::is_contained(extractions, user))
         continue;
       if (auto view = dyn_cast<ViewLikeOpInterface>(user);
           view && view.getViewSource() == value) {
@@ -134,14 +137,19 @@ struct FreeAfterLastUsePass
     llvm::DenseMap<Value, unsigned> classOfMember;
     llvm::MapVector<unsigned, SmallVector<unsigned>> operandsOfClass;
     SmallVector<memref::ExtractStridedMetadataOp> extractions;
+    SmallVector<Operation *> extractionOps;
+    for (Value memref : dealloc.getMemrefs()) {
+      extractions.push_back(extractionOf(memref, block));
+      if (extractions.back())
+        extractionOps.push_back(extractions.back());
+    }
     for (auto [index, memref] : llvm::enumerate(dealloc.getMemrefs())) {
-      memref::ExtractStridedMetadataOp extraction = extractionOf(memref, block);
-      extractions.push_back(extraction);
+      memref::ExtractStridedMetadataOp extraction = extractions[index];
       Value buffer = extraction ? extraction.getSource() : memref;
       unsigned classIndex =
           classOfMember.try_emplace(buffer, classes.size()).first->second;
       if (classIndex == classes.size()) {
-        classes.push_back(aliasClassOf(buffer, extraction));
+        classes.push_back(aliasClassOf(buffer, extractionOps));
         for (Value member : classes.back().members)
           classOfMember.try_emplace(member, classIndex);
       }

@@ -13,7 +13,10 @@
 #include "spmdc/Support/Bytes.h"
 
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include <map>
 
 namespace spmdc {
 #define GEN_PASS_DEF_RECORDBUFFERPEAK
@@ -30,6 +33,39 @@ Value bufferOf(Value value) {
     value = view.getViewSource();
   return value;
 }
+
+/// What a buffer is called in the report: the name the graph gave the op
+/// that allocated it (a NameLoc, within fused or call-site locations), else
+/// its place in the input. A name given to a kind of work around a node's
+/// (the decomposition's "attention") follows the node's in parentheses.
+std::string nameOf(Location loc) {
+  if (auto named = dyn_cast<NameLoc>(loc)) {
+    std::string inner = nameOf(named.getChildLoc());
+    if (inner.front() != '(')
+      return inner + " (" + named.getName().str() + ")";
+    return named.getName().str();
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      if (std::string name = nameOf(inner); name.front() != '(')
+        return name;
+  }
+  if (auto call = dyn_cast<CallSiteLoc>(loc))
+    return nameOf(call.getCallee());
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return ("(" + file.getFilename().strref() + ":" +
+            Twine(file.getLine()) + ")")
+        .str();
+  return "(unnamed)";
+}
+
+/// A buffer the step allocates: its bytes, its name and the function whose
+/// body allocates it.
+struct HeldBuffer {
+  int64_t bytes;
+  std::string name;
+  StringRef function;
+};
 
 /// Runs one function's body in order: `live` maps each buffer the step
 /// holds (by the value that allocated it in some function) to its bytes.
@@ -54,7 +90,9 @@ public:
     SmallVector<Value> results;
     for (Operation &op : body) {
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-        allocate(alloc.getResult(), spmdc::storageBytes(alloc.getType()));
+        allocate(alloc.getResult(),
+                 {spmdc::storageBytes(alloc.getType()), nameOf(alloc.getLoc()),
+                  fn.getSymName()});
       } else if (auto dealloc = dyn_cast<bufferization::DeallocOp>(op)) {
         llvm::SmallPtrSet<Value, 8> kept;
         for (Value retained : dealloc.getRetained())
@@ -92,10 +130,14 @@ public:
       } else if (op.getNumRegions() > 0) {
         // A loop's or branch's own buffers live inside it: their most at once.
         int64_t inside = 0;
+        SmallVector<HeldBuffer> insideBuffers;
         op.walk([&](memref::AllocOp alloc) {
-          inside += spmdc::storageBytes(alloc.getType());
+          insideBuffers.push_back({spmdc::storageBytes(alloc.getType()),
+                                   nameOf(alloc.getLoc()), fn.getSymName()});
+          inside += insideBuffers.back().bytes;
         });
         peak = std::max(peak, live + inside);
+        noteTotal(live + inside, insideBuffers);
       }
     }
     return results;
@@ -104,25 +146,83 @@ public:
   int64_t peak = 0;
   /// The most bytes live while each called function runs.
   llvm::StringMap<int64_t> peakIn;
+  /// The buffers held when the step's total was highest.
+  SmallVector<HeldBuffer> atHighest;
 
 private:
-  void allocate(Value buffer, int64_t bytes) {
-    held[buffer] = bytes;
-    live += bytes;
+  void allocate(Value buffer, HeldBuffer info) {
+    live += info.bytes;
+    held[buffer] = std::move(info);
     peak = std::max(peak, live);
+    noteTotal(live, {});
   }
   void free(Value buffer) {
     auto it = held.find(buffer);
     if (it == held.end())
       return;
-    live -= it->second;
+    live -= it->second.bytes;
     held.erase(it);
+  }
+  /// Keeps what is held (and `alsoHeld`) when `total` is the highest yet.
+  /// `peak` cannot tell: it restarts at each call, for `peakIn`.
+  void noteTotal(int64_t total, ArrayRef<HeldBuffer> alsoHeld) {
+    if (total <= highest)
+      return;
+    highest = total;
+    atHighest.assign(alsoHeld.begin(), alsoHeld.end());
+    for (const auto &entry : held)
+      atHighest.push_back(entry.second);
   }
 
   SymbolTableCollection &symbols;
-  llvm::DenseMap<Value, int64_t> held;
+  llvm::DenseMap<Value, HeldBuffer> held;
   int64_t live = 0;
+  int64_t highest = 0;
 };
+
+/// The buffers held at the peak, summed by name and function, the largest
+/// first; past `kListed` names the rest are one entry, so that the list
+/// sums to the peak less the arguments.
+ArrayAttr describeHeld(ArrayRef<HeldBuffer> buffers, Builder &b) {
+  constexpr size_t kListed = 20;
+  struct Group {
+    int64_t bytes = 0, count = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  for (const HeldBuffer &buffer : buffers) {
+    Group &group = groups[{buffer.name, buffer.function.str()}];
+    group.bytes += buffer.bytes;
+    ++group.count;
+  }
+  std::vector<std::pair<std::pair<std::string, std::string>, Group>> sorted(
+      groups.begin(), groups.end());
+  llvm::stable_sort(sorted, [](const auto &l, const auto &r) {
+    return l.second.bytes > r.second.bytes;
+  });
+  if (sorted.size() > kListed) {
+    Group rest;
+    for (size_t i = kListed; i < sorted.size(); ++i) {
+      rest.bytes += sorted[i].second.bytes;
+      rest.count += sorted[i].second.count;
+    }
+    std::string others =
+        "(" + std::to_string(sorted.size() - kListed) + " other names)";
+    sorted.resize(kListed);
+    sorted.push_back({{others, ""}, rest});
+  }
+  SmallVector<Attribute> entries;
+  for (const auto &[key, group] : sorted) {
+    SmallVector<NamedAttribute> fields = {
+        b.getNamedAttr("name", b.getStringAttr(key.first)),
+        b.getNamedAttr("bytes", b.getI64IntegerAttr(group.bytes)),
+        b.getNamedAttr("buffers", b.getI64IntegerAttr(group.count))};
+    if (!key.second.empty())
+      fields.push_back(
+          b.getNamedAttr("function", b.getStringAttr(key.second)));
+    entries.push_back(b.getDictionaryAttr(fields));
+  }
+  return b.getArrayAttr(entries);
+}
 
 struct RecordBufferPeakPass
     : spmdc::impl::RecordBufferPeakBase<RecordBufferPeakPass> {
@@ -147,6 +247,8 @@ struct RecordBufferPeakPass
       peakIn.push_back(b.getNamedAttr(
           entry.getKey(), b.getI64IntegerAttr(arguments + entry.getValue())));
     module->setAttr("spmdc.buffer_peak_bytes_in", b.getDictionaryAttr(peakIn));
+    module->setAttr("spmdc.buffer_peak_held",
+                    describeHeld(simulation.atHighest, b));
   }
 };
 

@@ -108,3 +108,48 @@ func.func @call_result(%r: memref<4xf32>) -> (memref<4xf32>, i1) {
   %kept = bufferization.dealloc (%base, %b : memref<f32>, memref<4xf32>) if (%true, %true) retain (%r : memref<4xf32>)
   return %r, %kept : memref<4xf32>, i1
 }
+
+// -----
+
+// A call's result that a loop also takes ownership of (a scatter into it,
+// as the cross-entropy's gradient) is named twice, by two extractions of
+// its base, the second under the loop's ownership flag. Neither extraction
+// is a use: the buffer is freed after the product that reads it last, not
+// at the end (GPT-2 small's 103 MB logits gradient lived through the whole
+// backward).
+
+func.func private @make() -> memref<8xf32>
+func.func private @use(memref<*xf32>)
+
+// CHECK-LABEL: func.func @named_twice
+// CHECK:      %[[R:.*]] = call @make()
+// CHECK:      %[[OWNED:.*]] = scf.for
+// CHECK:      %[[VIEW:.*]] = memref.cast %[[R]]
+// CHECK-NEXT: call @use(%[[VIEW]])
+// CHECK-NEXT: %[[B1:.*]], %{{.*}}, %{{.*}}, %{{.*}} = memref.extract_strided_metadata %[[R]]
+// CHECK-NEXT: %[[B2:.*]], %{{.*}}, %{{.*}}, %{{.*}} = memref.extract_strided_metadata %[[R]]
+// CHECK-NEXT: bufferization.dealloc (%[[B1]], %[[B2]] : memref<f32>, memref<f32>) if (%true, %[[OWNED]]){{$}}
+// CHECK-NEXT: %[[LATER:.*]] = memref.alloc() : memref<64xf32>
+// CHECK:      bufferization.dealloc (%[[LATER]] : memref<64xf32>) if (%true){{$}}
+// CHECK-NEXT: return
+func.func @named_twice(%v: f32) {
+  %true = arith.constant true
+  %false = arith.constant false
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %r = call @make() : () -> memref<8xf32>
+  %owned = scf.for %i = %c0 to %c8 step %c1 iter_args(%o = %false) -> (i1) {
+    memref.store %v, %r[%i] : memref<8xf32>
+    scf.yield %o : i1
+  }
+  %view = memref.cast %r : memref<8xf32> to memref<*xf32>
+  call @use(%view) : (memref<*xf32>) -> ()
+  %later = memref.alloc() : memref<64xf32>
+  %later_view = memref.cast %later : memref<64xf32> to memref<*xf32>
+  call @use(%later_view) : (memref<*xf32>) -> ()
+  %b1, %o1, %s1, %t1 = memref.extract_strided_metadata %r : memref<8xf32> -> memref<f32>, index, index, index
+  %b2, %o2, %s2, %t2 = memref.extract_strided_metadata %r : memref<8xf32> -> memref<f32>, index, index, index
+  bufferization.dealloc (%later, %b1, %b2 : memref<64xf32>, memref<f32>, memref<f32>) if (%true, %true, %owned)
+  return
+}

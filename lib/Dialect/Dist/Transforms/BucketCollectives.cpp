@@ -146,7 +146,7 @@ void splitBack(Value fused, ArrayRef<Operation *> members, OpBuilder &b,
 /// One all-reduce of the members' flattened inputs.
 Operation *fuseAllReduces(ArrayRef<Operation *> members, OpBuilder b) {
   auto first = cast<AllReduceOp>(members.front());
-  Location loc = first.getLoc();
+  Location loc = bucketLoc(first, "gradient bucket");
   SmallVector<Value> flat;
   for (Operation *m : members)
     flat.push_back(flatten(b, loc, m->getOperand(0)));
@@ -161,7 +161,7 @@ Operation *fuseAllReduces(ArrayRef<Operation *> members, OpBuilder b) {
 /// One reduce-scatter over dim 0 of the members' rank chunks, rank-major.
 Operation *fuseReduceScatters(ArrayRef<Operation *> members, OpBuilder b) {
   auto first = cast<ReduceScatterOp>(members.front());
-  Location loc = first.getLoc();
+  Location loc = bucketLoc(first, "gradient bucket");
   int64_t parts = splitOf(first).second;
   SmallVector<Value> pieces;
   int64_t total = 0;
@@ -189,7 +189,7 @@ Operation *fuseReduceScatters(ArrayRef<Operation *> members, OpBuilder b) {
 /// its own dim.
 Operation *fuseAllGathers(ArrayRef<Operation *> members, OpBuilder b) {
   auto first = cast<AllGatherOp>(members.front());
-  Location loc = first.getLoc();
+  Location loc = bucketLoc(first, "parameter bucket");
   int64_t parts = splitOf(first).second;
   SmallVector<Value> flat;
   SmallVector<int64_t> offsets;

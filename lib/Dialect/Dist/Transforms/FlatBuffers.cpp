@@ -43,6 +43,11 @@ bool dist::staysAlone(Operation *op, double aloneMiB) {
          fullBytes(op) >= aloneMiB * 1024 * 1024;
 }
 
+Location dist::bucketLoc(Operation *first, StringRef what) {
+  return NameLoc::get(StringAttr::get(first->getContext(), what),
+                      first->getLoc());
+}
+
 Value dist::flatten(OpBuilder &b, Location loc, Value v) {
   RankedTensorType type = typeOf(v);
   return tg::reshapeTo(

@@ -33,6 +33,11 @@ int64_t fullBytes(mlir::Operation *op);
 /// and out apart: its full bytes reach `aloneMiB` MiB (0: none does).
 bool staysAlone(mlir::Operation *op, double aloneMiB);
 
+/// Where a fused collective and its buffer are: the first member's place,
+/// named for what the buffer is ("gradient bucket"), so that the report's
+/// peak_buffers tells a bucket from its first member.
+mlir::Location bucketLoc(mlir::Operation *first, llvm::StringRef what);
+
 /// `v` reshaped to one dim.
 mlir::Value flatten(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 

@@ -216,7 +216,7 @@ int64_t layOutShards(ArrayRef<Operation *> members,
 /// One all-gather for `members` (all-gathers over dim 0).
 void fuseGathers(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
   auto first = cast<AllGatherOp>(members.front());
-  Location loc = first.getLoc();
+  Location loc = bucketLoc(first, "parameter group");
   int64_t parts = typeOf(first.getResult()).getDimSize(0) /
                   typeOf(first.getInput()).getDimSize(0);
   SmallVector<int64_t> offsets;
@@ -251,7 +251,7 @@ void fuseGathers(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
 /// One reduce-scatter for `members` (reduce-scatters over dim 0).
 void fuseScatters(ArrayRef<Operation *> members, StringRef group, OpBuilder b) {
   auto last = cast<ReduceScatterOp>(members.back());
-  Location loc = last.getLoc();
+  Location loc = bucketLoc(last, "gradient group");
   int64_t parts = typeOf(last.getInput()).getDimSize(0) /
                   typeOf(last.getResult()).getDimSize(0);
   SmallVector<Value> pieces;
