@@ -110,6 +110,11 @@ static void addToBuffers(OpPassManager &pm, const LoweringOptions &options) {
   bufferize.bufferAlignment = 0;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createOverwriteDonatedBuffers());
+  // On the host, the step's results made in the buffers of the arguments
+  // they come back as, where those are done with (ZeRO's gathered
+  // parameters).
+  if (options.target == Target::Cpu)
+    pm.addPass(createResultsInDonatedBuffers());
   pm.addPass(createDropReturnedArguments());
   // On the host, concatenations and the slices out of them without copies
   // where nothing else touches a slice meanwhile (DDP's buckets).

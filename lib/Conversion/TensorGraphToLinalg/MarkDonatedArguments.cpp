@@ -25,18 +25,18 @@ using namespace spmdc;
 
 namespace {
 
-/// Whether argument `index` of `fn` comes back as one of its results, on
-/// the same ranks in the same type (else spmd-run refuses the module).
-bool isFedBack(func::FuncOp fn, unsigned index,
-               ArrayRef<tg::GraphValueInfo> arguments,
-               ArrayRef<tg::GraphValueInfo> results) {
+/// The result of `fn` that comes back as argument `index`, on the same
+/// ranks in the same type (else spmd-run refuses the module), if any.
+std::optional<unsigned> fedBackFrom(func::FuncOp fn, unsigned index,
+                                    ArrayRef<tg::GraphValueInfo> arguments,
+                                    ArrayRef<tg::GraphValueInfo> results) {
   Attribute sharding = fn.getArgAttr(index, dist::kShardingAttr);
   for (auto [r, result] : llvm::enumerate(results))
     if (tg::feedsBack(result, arguments[index]) &&
         fn.getResultTypes()[r] == fn.getArgument(index).getType() &&
         fn.getResultAttr(r, dist::kShardingAttr) == sharding)
-      return true;
-  return false;
+      return r;
+  return std::nullopt;
 }
 
 struct MarkDonatedArgumentsPass
@@ -51,11 +51,14 @@ struct MarkDonatedArgumentsPass
       for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
         if (!isa<TensorType>(fn.getArgument(i).getType()))
           continue;
-        bool donated = isFedBack(fn, i, arguments, results);
+        std::optional<unsigned> from = fedBackFrom(fn, i, arguments, results);
         fn.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
-                      BoolAttr::get(context, donated));
-        if (donated)
-          fn.setArgAttr(i, kDonatedAttr, UnitAttr::get(context));
+                      BoolAttr::get(context, from.has_value()));
+        // The result it comes back as: --results-in-donated-buffers may
+        // make that result in this argument's buffer.
+        if (from)
+          fn.setArgAttr(i, kDonatedAttr,
+                        IntegerAttr::get(IntegerType::get(context, 64), *from));
       }
     }
   }

@@ -3,12 +3,13 @@
 // A parameter or state returned under its argument's role and name, in its
 // type, is the next step's argument: donated, writable. Every other
 // argument stays unwritable: data, a parameter not returned, one returned
-// under another name, one returned in another type, and @eval's.
+// under another name, one returned in another type, and @eval's. The mark
+// holds the result that comes back as the argument.
 
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: %arg0: tensor<4xf32> {bufferization.writable = false, tg.name = "x"
-// CHECK-SAME: %arg1: tensor<4xf32> {bufferization.writable = true, spmdc.donated, tg.name = "w"
-// CHECK-SAME: %arg2: tensor<4xf32> {bufferization.writable = true, spmdc.donated, tg.name = "w.exp_avg"
+// CHECK-SAME: %arg1: tensor<4xf32> {bufferization.writable = true, spmdc.donated = 1 : i64, tg.name = "w"
+// CHECK-SAME: %arg2: tensor<4xf32> {bufferization.writable = true, spmdc.donated = 2 : i64, tg.name = "w.exp_avg"
 // CHECK-SAME: %arg3: tensor<4xf32> {bufferization.writable = false, tg.name = "frozen"
 // CHECK-SAME: %arg4: tensor<4xf32> {bufferization.writable = false, tg.name = "b"
 // CHECK-SAME: %arg5: tensor<4xf32> {bufferization.writable = false, tg.name = "c"
