@@ -34,6 +34,11 @@ Value bufferOf(Value value) {
   return value;
 }
 
+/// Whether `name` names an op of the graph (not a place or "(unnamed)").
+bool isGraphName(StringRef name) {
+  return !name.empty() && name.front() != '(';
+}
+
 /// What a buffer is called in the report: the name the graph gave the op
 /// that allocated it (a NameLoc, within fused or call-site locations), else
 /// its place in the input. A name given to a kind of work around a node's
@@ -41,13 +46,13 @@ Value bufferOf(Value value) {
 std::string nameOf(Location loc) {
   if (auto named = dyn_cast<NameLoc>(loc)) {
     std::string inner = nameOf(named.getChildLoc());
-    if (inner.front() != '(')
+    if (isGraphName(inner))
       return inner + " (" + named.getName().str() + ")";
     return named.getName().str();
   }
   if (auto fused = dyn_cast<FusedLoc>(loc)) {
     for (Location inner : fused.getLocations())
-      if (std::string name = nameOf(inner); name.front() != '(')
+      if (std::string name = nameOf(inner); isGraphName(name))
         return name;
   }
   if (auto call = dyn_cast<CallSiteLoc>(loc))
