@@ -64,11 +64,11 @@ std::string nameOf(Location loc) {
   return "(unnamed)";
 }
 
-/// A buffer the step allocates: its bytes, its name and the function whose
-/// body allocates it.
+/// A buffer the step allocates: its bytes, where it is allocated (named
+/// only for the report, at the end) and the function whose body does it.
 struct HeldBuffer {
   int64_t bytes;
-  std::string name;
+  Location loc;
   StringRef function;
 };
 
@@ -96,7 +96,7 @@ public:
     for (Operation &op : body) {
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
         allocate(alloc.getResult(),
-                 {spmdc::storageBytes(alloc.getType()), nameOf(alloc.getLoc()),
+                 {spmdc::storageBytes(alloc.getType()), alloc.getLoc(),
                   fn.getSymName()});
       } else if (auto dealloc = dyn_cast<bufferization::DeallocOp>(op)) {
         llvm::SmallPtrSet<Value, 8> kept;
@@ -138,7 +138,7 @@ public:
         SmallVector<HeldBuffer> insideBuffers;
         op.walk([&](memref::AllocOp alloc) {
           insideBuffers.push_back({spmdc::storageBytes(alloc.getType()),
-                                   nameOf(alloc.getLoc()), fn.getSymName()});
+                                   alloc.getLoc(), fn.getSymName()});
           inside += insideBuffers.back().bytes;
         });
         peak = std::max(peak, live + inside);
@@ -157,7 +157,7 @@ public:
 private:
   void allocate(Value buffer, HeldBuffer info) {
     live += info.bytes;
-    held[buffer] = std::move(info);
+    held.insert_or_assign(buffer, info);
     peak = std::max(peak, live);
     noteTotal(live, {});
   }
@@ -195,7 +195,7 @@ ArrayAttr describeHeld(ArrayRef<HeldBuffer> buffers, Builder &b) {
   };
   std::map<std::pair<std::string, std::string>, Group> groups;
   for (const HeldBuffer &buffer : buffers) {
-    Group &group = groups[{buffer.name, buffer.function.str()}];
+    Group &group = groups[{nameOf(buffer.loc), buffer.function.str()}];
     group.bytes += buffer.bytes;
     ++group.count;
   }

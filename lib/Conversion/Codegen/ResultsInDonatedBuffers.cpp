@@ -23,14 +23,14 @@ using namespace mlir;
 
 namespace {
 
-/// The donated argument of `fn` that result `r` comes back as, if any.
-BlockArgument donatedFor(func::FuncOp fn, unsigned r) {
+/// The donated arguments of `fn` by the result each comes back as.
+llvm::DenseMap<int64_t, BlockArgument> donatedByResult(func::FuncOp fn) {
+  llvm::DenseMap<int64_t, BlockArgument> byResult;
   for (BlockArgument arg : fn.getArguments())
     if (auto from = fn.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
-                                                     spmdc::kDonatedAttr);
-        from && from.getInt() == r)
-      return arg;
-  return nullptr;
+                                                     spmdc::kDonatedAttr))
+      byResult[from.getInt()] = arg;
+  return byResult;
 }
 
 /// Whether `alloc` can be `arg`'s buffer: nothing uses `arg`, or a value
@@ -58,9 +58,10 @@ struct ResultsInDonatedBuffersPass
       if (fn.isPrivate() || fn.isExternal())
         continue;
       auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+      llvm::DenseMap<int64_t, BlockArgument> donated = donatedByResult(fn);
       for (auto [r, result] : llvm::enumerate(ret.getOperands())) {
         auto alloc = result.getDefiningOp<memref::AllocOp>();
-        BlockArgument arg = alloc ? donatedFor(fn, r) : nullptr;
+        BlockArgument arg = alloc ? donated.lookup(r) : nullptr;
         // Returned twice, the buffer would be two arguments at once.
         if (!arg || llvm::count(ret.getOperands(), result) != 1 ||
             !canTakeOver(alloc, arg, origins))
